@@ -1,0 +1,202 @@
+/*
+ * PReCCL public C API.
+ *
+ * Shape and numeric values follow NCCL 2.28 (result codes, data types, reduction ops), so that the
+ * libnccl.so.2 shim is a thin renaming layer. On the CPU build a "device buffer" is host memory and a
+ * stream (precclStream_t) is a host execution queue.
+ */
+#ifndef PRECCL_PRECCL_H_
+#define PRECCL_PRECCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define PRECCL_MAJOR 0
+#define PRECCL_MINOR 1
+#define PRECCL_PATCH 0
+#define PRECCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define PRECCL_VERSION_CODE PRECCL_VERSION(PRECCL_MAJOR, PRECCL_MINOR, PRECCL_PATCH)
+
+/* Same size as NCCL's unique id. Holds the root's address and port and a 128-bit secret. */
+#define PRECCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[PRECCL_UNIQUE_ID_BYTES];
+} precclUniqueId;
+
+typedef struct precclComm* precclComm_t;
+typedef struct precclStream* precclStream_t;
+
+#define PRECCL_COMM_NULL NULL
+#define PRECCL_SPLIT_NOCOLOR -1
+
+/* Same values as ncclResult_t. */
+typedef enum {
+  precclSuccess = 0,
+  precclUnhandledCudaError = 1,
+  precclSystemError = 2,
+  precclInternalError = 3,
+  precclInvalidArgument = 4,
+  precclInvalidUsage = 5,
+  precclRemoteError = 6,
+  precclInProgress = 7,
+  precclNumResults = 8
+} precclResult_t;
+
+/* Same values as ncclRedOp_t. Values >= precclNumOps are user ops from RedOpCreatePreMulSum. */
+typedef enum {
+  precclSum = 0,
+  precclProd = 1,
+  precclMax = 2,
+  precclMin = 3,
+  precclAvg = 4,
+  precclNumOps = 5,
+  precclMaxRedOp = 0x7fffffff
+} precclRedOp_t;
+
+/* Same values as ncclDataType_t. */
+typedef enum {
+  precclInt8 = 0,
+  precclChar = 0,
+  precclUint8 = 1,
+  precclInt32 = 2,
+  precclInt = 2,
+  precclUint32 = 3,
+  precclInt64 = 4,
+  precclUint64 = 5,
+  precclFloat16 = 6,
+  precclHalf = 6,
+  precclFloat32 = 7,
+  precclFloat = 7,
+  precclFloat64 = 8,
+  precclDouble = 8,
+  precclBfloat16 = 9,
+  precclFloat8e4m3 = 10,
+  precclFloat8e5m2 = 11,
+  precclNumTypes = 12
+} precclDataType_t;
+
+/* Same values as ncclScalarResidence_t. On the CPU build both mean "host memory, read at call time". */
+typedef enum { precclScalarDevice = 0, precclScalarHostImmediate = 1 } precclScalarResidence_t;
+
+/* Communicator configuration. Initialise with PRECCL_CONFIG_INITIALIZER; a field left at
+ * PRECCL_CONFIG_UNDEF_INT / NULL takes its environment or built-in default. */
+#define PRECCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+typedef struct {
+  size_t size;         /* sizeof(precclConfig_t), set by the initializer */
+  unsigned int magic;  /* set by the initializer */
+  unsigned int version;
+  int blocking;        /* 1 (default): init returns when done; 0: returns precclInProgress */
+  int numVTs;          /* virtual topologies (channels); default PRECCL_NVTS or 2 x NIC count */
+  const char* policy;  /* allocation policy name ("static"); default PRECCL_POLICY */
+  const char* commName;
+  int splitShare;      /* accepted for NCCL compatibility; ignored */
+} precclConfig_t;
+
+#define PRECCL_CONFIG_MAGIC 0x50524543u /* 'PREC' */
+#define PRECCL_CONFIG_INITIALIZER                                                                   \
+  {                                                                                                 \
+    sizeof(precclConfig_t), PRECCL_CONFIG_MAGIC, PRECCL_VERSION_CODE, PRECCL_CONFIG_UNDEF_INT,      \
+        PRECCL_CONFIG_UNDEF_INT, NULL, NULL, PRECCL_CONFIG_UNDEF_INT                               \
+  }
+
+/* ---- version, errors ---- */
+precclResult_t precclGetVersion(int* version);
+const char* precclGetErrorString(precclResult_t result);
+/* The message of the last error raised in this thread (or by the communicator's async path). */
+const char* precclGetLastError(precclComm_t comm);
+
+/* ---- communicators ---- */
+precclResult_t precclGetUniqueId(precclUniqueId* uniqueId);
+precclResult_t precclCommInitRank(precclComm_t* comm, int nranks, precclUniqueId commId, int rank);
+precclResult_t precclCommInitRankConfig(precclComm_t* comm, int nranks, precclUniqueId commId, int rank,
+                                        precclConfig_t* config);
+/* ndev ranks in this process, one thread each; devlist may be NULL (ranks 0..ndev-1). */
+precclResult_t precclCommInitAll(precclComm_t* comms, int ndev, const int* devlist);
+precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm_t* newcomm,
+                               precclConfig_t* config);
+precclResult_t precclCommFinalize(precclComm_t comm);
+precclResult_t precclCommDestroy(precclComm_t comm);
+precclResult_t precclCommAbort(precclComm_t comm);
+precclResult_t precclCommGetAsyncError(precclComm_t comm, precclResult_t* asyncError);
+precclResult_t precclCommCount(const precclComm_t comm, int* count);
+precclResult_t precclCommUserRank(const precclComm_t comm, int* rank);
+
+/* ---- reduction ops ---- */
+precclResult_t precclRedOpCreatePreMulSum(precclRedOp_t* op, void* scalar, precclDataType_t datatype,
+                                          precclScalarResidence_t residence, precclComm_t comm);
+precclResult_t precclRedOpDestroy(precclRedOp_t op, precclComm_t comm);
+
+/* ---- streams (host execution queues on the CPU build) ----
+ * A collective given a stream is enqueued and the call returns; a NULL stream means the call is
+ * complete when it returns. Calls on one stream run in order. */
+precclResult_t precclStreamCreate(precclStream_t* stream);
+precclResult_t precclStreamSynchronize(precclStream_t stream);
+/* precclSuccess when all enqueued work finished, precclInProgress while some is pending, or the
+ * first error an enqueued call returned. */
+precclResult_t precclStreamQuery(precclStream_t stream);
+precclResult_t precclStreamDestroy(precclStream_t stream);
+
+/* ---- collectives ---- */
+precclResult_t precclAllReduce(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                               precclRedOp_t op, precclComm_t comm, precclStream_t stream);
+precclResult_t precclBroadcast(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                               int root, precclComm_t comm, precclStream_t stream);
+precclResult_t precclReduce(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                            precclRedOp_t op, int root, precclComm_t comm, precclStream_t stream);
+/* sendcount elements per rank; recvbuff holds nranks * sendcount. */
+precclResult_t precclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               precclDataType_t datatype, precclComm_t comm, precclStream_t stream);
+/* sendbuff holds nranks * recvcount; rank r receives block r reduced. */
+precclResult_t precclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   precclDataType_t datatype, precclRedOp_t op, precclComm_t comm,
+                                   precclStream_t stream);
+/* count elements to and from each rank; buffers hold nranks * count. */
+precclResult_t precclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                              precclComm_t comm, precclStream_t stream);
+/* Root receives nranks * count (block r from rank r). */
+precclResult_t precclGather(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                            int root, precclComm_t comm, precclStream_t stream);
+/* Root sends block r of nranks * count to rank r. */
+precclResult_t precclScatter(const void* sendbuff, void* recvbuff, size_t count, precclDataType_t datatype,
+                             int root, precclComm_t comm, precclStream_t stream);
+precclResult_t precclSend(const void* sendbuff, size_t count, precclDataType_t datatype, int peer,
+                          precclComm_t comm, precclStream_t stream);
+precclResult_t precclRecv(void* recvbuff, size_t count, precclDataType_t datatype, int peer, precclComm_t comm,
+                          precclStream_t stream);
+
+/* Calls between GroupStart and GroupEnd are issued together at GroupEnd: point-to-point calls in any
+ * order do not deadlock. Groups nest; the outermost GroupEnd issues. */
+precclResult_t precclGroupStart(void);
+precclResult_t precclGroupEnd(void);
+
+/* ---- visibility ---- */
+typedef struct {
+  int vt;                    /* VT index */
+  int nic;                   /* NIC (rail) index its inter-host edges use, -1 if none */
+  uint64_t bytes;            /* bytes this rank sent on the VT, all epochs */
+  uint64_t stalls;           /* times the VT's sender found its FIFO full, all epochs */
+  uint64_t stallNs;          /* time spent waiting for a free slot, all epochs */
+  uint64_t lastBytes;        /* the same three for the last completed epoch */
+  uint64_t lastStalls;
+  uint64_t lastStallNs;
+  double share;              /* fraction of the last collective's bytes the allocation gave this VT */
+} precclVtStats_t;
+/* Fills up to *n entries; sets *n to the number of VTs. */
+precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, int* n);
+/* Number of completed collectives (the epoch counter). */
+precclResult_t precclCommGetEpoch(precclComm_t comm, uint64_t* epoch);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+#ifdef __cplusplus
+}
+#endif
+#endif /* PRECCL_PRECCL_H_ */

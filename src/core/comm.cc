@@ -1,0 +1,49 @@
+#include "core/comm.h"
+
+#include "core/debug.h"
+
+void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
+  int expected = precclSuccess;
+  if (asyncError.compare_exchange_strong(expected, code)) {
+    std::lock_guard<std::mutex> lock(errMutex);
+    lastError = msg;
+  }
+  PRECCL_WARN("{}", msg);
+  preccl::bellRing(bell);
+}
+
+namespace preccl {
+
+precclResult_t checkComm(precclComm* comm, const char* fn) {
+  if (!comm) return PRECCL_ERR(nullptr, precclInvalidArgument, "{}: comm is NULL", fn);
+  if (comm->magic != kCommMagic || comm->destroyed)
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "{}: comm is not a live communicator", fn);
+  int st = comm->initState.load();
+  if (st == precclInProgress)
+    return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation is still in progress", fn);
+  if (st != precclSuccess)
+    return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation failed: {}", fn, comm->lastError);
+  return precclSuccess;
+}
+
+void commFree(precclComm* comm, bool abort) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  if (abort) comm->abortFlag.store(1);
+  bellRing(comm->bell);
+  {
+    // Waits for a CCT still running on another thread (an abort makes it return promptly).
+    std::lock_guard<std::mutex> lock(comm->execMutex);
+  }
+  if (comm->proxy) comm->proxy->stop(!abort && comm->asyncError.load() == precclSuccess);
+  comm->proxy.reset();
+  comm->conns.clear();
+  comm->shmPeer.clear();
+  comm->bell = &comm->heapBell;
+  comm->shmOwn.reset();
+  comm->bootstrap.leave();
+  comm->magic = 0;
+  comm->destroyed = true;
+  delete comm;
+}
+
+}  // namespace preccl

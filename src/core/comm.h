@@ -1,0 +1,89 @@
+// The communicator: identity, settings, topology, connections and the state that outlives one CCT
+// (epoch counter, per-VT telemetry, user reduction ops, errors).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/config.h"
+#include "core/topology.h"
+#include "device/reduce.h"
+#include "policy/allocation.h"
+#include "preccl/preccl.h"
+#include "transport/fifo.h"
+#include "transport/proxy.h"
+#include "transport/shm.h"
+
+namespace preccl {
+
+// Per-VT telemetry of this rank: totals and the last CCT's values.
+struct VtCounters {
+  uint64_t bytes = 0, stalls = 0, stallNs = 0;
+  uint64_t lastBytes = 0, lastStalls = 0, lastStallNs = 0;
+  double lastShare = 0;
+};
+
+struct UserOp {
+  bool live = false;
+  precclDataType_t dtype = precclFloat;
+  RedOp op;
+};
+
+}  // namespace preccl
+
+constexpr uint32_t kCommMagic = 0x4d4d4f43;  // "COMM"
+
+struct precclComm {
+  uint32_t magic = kCommMagic;
+  int rank = -1;
+  int nranks = 0;
+  uint8_t secret[preccl::kSecretBytes] = {};
+  uint64_t commHash = 0;
+  preccl::Config cfg;
+  preccl::Bootstrap bootstrap;
+  preccl::Topology topo;
+  std::vector<preccl::RankInfo> infos;
+  int nVTs = 0;
+  uint32_t nslots = 0;
+  size_t slotBytes = 0;
+
+  // conns[peer][vt]; empty for self.
+  std::vector<std::vector<std::unique_ptr<preccl::Conn>>> conns;
+  std::unique_ptr<preccl::ShmSegment> shmOwn;
+  std::vector<std::unique_ptr<preccl::ShmSegment>> shmPeer;  // by rank; null if not a shm peer
+  preccl::Bell heapBell;
+  preccl::Bell* bell = &heapBell;  // this rank's executor sleeps here
+  std::unique_ptr<preccl::Proxy> proxy;
+
+  // Execution state. One CCT at a time runs on a communicator.
+  std::mutex execMutex;
+  uint64_t epoch = 0;  // number of collectives completed
+  std::vector<preccl::VtCounters> vtStats;
+  std::vector<preccl::UserOp> userOps;
+  std::mutex opsMutex;
+
+  // Errors and abort.
+  std::atomic<int> abortFlag{0};
+  std::atomic<int> asyncError{precclSuccess};
+  std::mutex errMutex;
+  std::string lastError;
+
+  // Nonblocking init.
+  std::atomic<int> initState{precclInProgress};
+  std::thread initThread;
+  bool destroyed = false;
+
+  void raiseAsync(precclResult_t code, const std::string& msg);
+};
+
+namespace preccl {
+// A usable communicator pointer (not null, not destroyed, init finished); otherwise an error result.
+precclResult_t checkComm(precclComm* comm, const char* fn);
+precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, int rank);
+void commFree(precclComm* comm, bool abort);
+}  // namespace preccl

@@ -1,0 +1,46 @@
+#include "core/config.h"
+
+#include <algorithm>
+
+#include "core/debug.h"
+#include "core/env.h"
+#include "transport/fifo.h"
+
+namespace preccl {
+
+precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
+  if (user && (user->magic != PRECCL_CONFIG_MAGIC || user->size < sizeof(precclConfig_t)))
+    return PRECCL_ERR(nullptr, precclInvalidArgument,
+                      "config was not initialised with PRECCL_CONFIG_INITIALIZER (bad magic or size)");
+  c->nVTs = static_cast<int>(envInt("NVTS", 0));
+  c->shmDisable = envInt("SHM_DISABLE", 0) != 0;
+  c->timeoutMs = static_cast<uint64_t>(std::max<int64_t>(1, envInt("TIMEOUT", 120))) * 1000;
+  c->nslots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("NSLOTS", 8), 2, kMaxSlots));
+  int64_t slot = envInt("SLOT_BYTES", 128 * 1024);
+  c->slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(slot, 4096, 16 << 20) / 64 * 64);
+  c->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("TREE_MAX_BYTES", 64 * 1024)));
+  c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;
+  std::string algo = envString("ALGO", "");
+  if (algo.empty()) c->algo = Algo::Auto;
+  else if (algo == "ring" || algo == "Ring") c->algo = Algo::Ring;
+  else if (algo == "tree" || algo == "Tree") c->algo = Algo::Tree;
+  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_ALGO={} is not ring or tree", algo);
+  std::string policy = envString("POLICY", "static");
+  if (user && user->policy) policy = user->policy;
+  if (!policyFromName(policy, &c->policy))
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "unknown policy '{}' (known: static)", policy);
+  if (user) {
+    if (user->blocking != PRECCL_CONFIG_UNDEF_INT) c->blocking = user->blocking != 0;
+    if (user->numVTs != PRECCL_CONFIG_UNDEF_INT) {
+      if (user->numVTs < 1 || user->numVTs > kMaxVtsConfig)
+        return PRECCL_ERR(nullptr, precclInvalidArgument, "config numVTs={} is not in 1..{}", user->numVTs, kMaxVtsConfig);
+      c->nVTs = user->numVTs;
+    }
+    if (user->commName) c->commName = user->commName;
+  }
+  if (c->nVTs < 0 || c->nVTs > kMaxVtsConfig)
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_NVTS={} is not in 1..{}", c->nVTs, kMaxVtsConfig);
+  return precclSuccess;
+}
+
+}  // namespace preccl

@@ -1,0 +1,33 @@
+// Every setting of a communicator, resolved once at init from precclConfig_t, then the environment, then
+// the defaults. Knob names are documented in docs/settings.md.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "policy/allocation.h"
+#include "preccl/preccl.h"
+
+namespace preccl {
+
+constexpr int kMaxVtsConfig = 32;
+
+enum class Algo { Auto, Ring, Tree };
+
+struct Config {
+  bool blocking = true;
+  int nVTs = 0;                      // 0: 2 x NIC count
+  bool shmDisable = false;           // PRECCL_SHM_DISABLE: sockets even inside a host
+  uint64_t timeoutMs = 120000;       // PRECCL_TIMEOUT (s): no progress for this long is an error
+  uint32_t nslots = 8;               // PRECCL_NSLOTS
+  uint32_t slotBytes = 128 * 1024;   // PRECCL_SLOT_BYTES
+  Algo algo = Algo::Auto;            // PRECCL_ALGO=ring|tree
+  size_t treeMaxBytes = 64 * 1024;   // PRECCL_TREE_MAX_BYTES: Auto uses the tree below this
+  PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY
+  bool checkAlloc = false;           // PRECCL_CHECK_ALLOC=1: every slot carries the allocation digest
+  std::string commName;
+};
+
+// Returns precclInvalidArgument (with the message set) for a bad config or environment value.
+precclResult_t resolveConfig(const precclConfig_t* user, Config* out);
+
+}  // namespace preccl

@@ -1,0 +1,56 @@
+#include "core/debug.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/comm.h"
+
+namespace preccl {
+
+LogLevel logLevel() {
+  static const LogLevel level = [] {
+    const char* s = getenv("PRECCL_DEBUG");
+    if (!s) s = getenv("NCCL_DEBUG");
+    if (!s) return LogLevel::Warn;
+    if (!strcasecmp(s, "NONE")) return LogLevel::None;
+    if (!strcasecmp(s, "INFO")) return LogLevel::Info;
+    if (!strcasecmp(s, "TRACE")) return LogLevel::Trace;
+    return LogLevel::Warn;
+  }();
+  return level;
+}
+
+void logLine(LogLevel level, const std::string& msg) {
+  static const char* names[] = {"", "WARN", "INFO", "TRACE"};
+  char host[64] = "?";
+  gethostname(host, sizeof(host) - 1);
+  std::string line = fmt::format("{}:{} PReCCL {} {}\n", host, getpid(), names[static_cast<int>(level)], msg);
+  fwrite(line.data(), 1, line.size(), stderr);
+}
+
+static thread_local std::string tlsLastError;
+
+precclResult_t setError(precclComm* comm, precclResult_t code, const std::string& msg) {
+  tlsLastError = msg;
+  if (comm) {
+    std::lock_guard<std::mutex> lock(comm->errMutex);
+    comm->lastError = msg;
+  }
+  if (logLevel() >= LogLevel::Info) logLine(LogLevel::Info, fmt::format("error {}: {}", static_cast<int>(code), msg));
+  return code;
+}
+
+const char* lastErrorText(precclComm* comm) {
+  if (!tlsLastError.empty() || !comm) return tlsLastError.c_str();
+  std::lock_guard<std::mutex> lock(comm->errMutex);
+  tlsLastError = comm->lastError;
+  return tlsLastError.c_str();
+}
+
+void clearLastError() { tlsLastError.clear(); }
+
+}  // namespace preccl

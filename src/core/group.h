@@ -1,0 +1,15 @@
+// GroupStart/GroupEnd: calls in a group are issued together at the outermost GroupEnd. All point-to-point
+// calls of one communicator become one CCT (so any order works); several communicators run concurrently,
+// one thread each (one thread may drive several ranks, as with CommInitAll).
+#pragma once
+#include "core/plan.h"
+#include "preccl/preccl.h"
+
+struct precclComm;
+
+namespace preccl {
+int groupDepth();
+precclResult_t groupAdd(precclComm* comm, precclStream_t stream, CctArgs a);
+precclResult_t groupStart();
+precclResult_t groupEnd();
+}

@@ -1,0 +1,62 @@
+// Plan of one CCT: the policy's allocation turned into Tasks of Steps for the executor. The builders are
+// per algorithm family (plan_ring.cc, plan_tree.cc, plan_p2p.cc); this is the only place that knows
+// which rank sends what to whom.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "device/primitives.h"
+#include "policy/allocation.h"
+#include "preccl/preccl.h"
+
+struct precclComm;
+
+namespace preccl {
+
+enum class Coll { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, P2P };
+const char* collName(Coll c);
+
+struct P2POp {
+  bool isSend = false;
+  int peer = -1;
+  void* buf = nullptr;
+  size_t count = 0;
+};
+
+struct CctArgs {
+  Coll coll = Coll::AllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;  // AllGather: sendcount; ReduceScatter: recvcount; AlltoAll/Gather/Scatter: per rank
+  precclDataType_t dtype = precclFloat;
+  RedOp op;
+  int root = 0;
+  std::vector<P2POp> p2p;  // Coll::P2P only: the group's sends and receives, in call order
+};
+
+// Chunk i of n of a range of `count` elements, balanced (sizes differ by at most one).
+inline size_t chunkOffset(size_t count, int n, int i) {
+  size_t base = count / n, rem = count % n;
+  return base * i + std::min<size_t>(i, rem);
+}
+inline size_t chunkCount(size_t count, int n, int i) { return count / n + (static_cast<size_t>(i) < count % n ? 1 : 0); }
+
+Conn* connTo(precclComm* comm, int peer, int vt);
+
+bool useTree(precclComm* comm, const CctArgs& a);
+void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+// `sendbuff` of AlltoAll may be a staging copy (in-place calls).
+void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+void planScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
+// Returns false (with *why) when a group's self-sends and self-receives do not pair up.
+bool planP2P(precclComm* comm, const CctArgs& a, CctPlan* plan, std::string* why);
+
+}  // namespace preccl

@@ -1,0 +1,166 @@
+// Ring algorithms over each VT's element range. Positions are ring positions (Topology::order); chunk c of
+// a VT's range travels around the ring exactly as in NCCL's ring kernels.
+#include "core/comm.h"
+#include "core/plan.h"
+#include "device/dtype.h"
+
+namespace preccl {
+
+namespace {
+
+struct RingCtx {
+  precclComm* comm;
+  const CctArgs& a;
+  size_t esz;
+  int n, p;
+  Conn* next(int vt) const { return connTo(comm, comm->topo.ringNext(comm->rank), vt); }
+  Conn* prev(int vt) const { return connTo(comm, comm->topo.ringPrev(comm->rank), vt); }
+  const char* in(size_t elem) const { return static_cast<const char*>(a.sendbuff) + elem * esz; }
+  char* out(size_t elem) const { return static_cast<char*>(a.recvbuff) + elem * esz; }
+};
+
+Step step(Conn* recv, Conn* send, const char* src, char* dst, size_t bytes, bool reduce, bool post = false) {
+  Step s;
+  if (recv) s.recv[s.nrecv++] = recv;
+  if (send) s.send[s.nsend++] = send;
+  s.src = src;
+  s.dst = dst;
+  s.bytes = bytes;
+  s.reduce = reduce;
+  s.post = post;
+  return s;
+}
+
+RingCtx ctx(precclComm* comm, const CctArgs& a) {
+  return RingCtx{comm, a, dtypeSize(a.dtype), comm->nranks, comm->topo.posOf[comm->rank]};
+}
+
+}  // namespace
+
+// Ring steps move at most one slot each: a round covers one slot-sized piece of every chunk and runs all
+// the round's steps before the next round starts (NCCL's loop over nranks * chunkSize). A step larger than
+// the FIFO would deadlock the ring, every rank waiting to send while none has reached its receive step.
+static size_t roundElems(precclComm* comm, size_t esz) { return std::max<size_t>(1, comm->slotBytes / esz); }
+
+void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  RingCtx r = ctx(comm, a);
+  const int n = r.n, p = r.p;
+  const size_t per = roundElems(comm, r.esz) * n;
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    Task t;
+    t.vt = v;
+    const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
+    if (n == 1) {
+      t.steps.push_back(step(nullptr, nullptr, r.in(o), r.out(o), cnt * r.esz, true, true));
+      plan->tasks.push_back(std::move(t));
+      continue;
+    }
+    Conn *nx = r.next(v), *pv = r.prev(v);
+    for (size_t ro = 0; ro < cnt; ro += per) {
+      const size_t rc = std::min(per, cnt - ro);
+      auto off = [&](int c) { return o + ro + chunkOffset(rc, n, c); };
+      auto bytes = [&](int c) { return chunkCount(rc, n, c) * r.esz; };
+      // Reduce-scatter: after n-1 steps position p holds chunk p+1 fully reduced.
+      t.steps.push_back(step(nullptr, nx, r.in(off(p)), nullptr, bytes(p), true));
+      for (int s = 1; s < n - 1; s++) {
+        int c = (p - s + n) % n;
+        t.steps.push_back(step(pv, nx, r.in(off(c)), nullptr, bytes(c), true));
+      }
+      int c = (p + 1) % n;
+      t.steps.push_back(step(pv, nx, r.in(off(c)), r.out(off(c)), bytes(c), true, true));
+      // All-gather of the reduced chunks.
+      for (int s = 1; s < n - 1; s++) {
+        c = (p + 1 - s + n) % n;
+        t.steps.push_back(step(pv, nx, nullptr, r.out(off(c)), bytes(c), false));
+      }
+      c = (p + 2) % n;
+      t.steps.push_back(step(pv, nullptr, nullptr, r.out(off(c)), bytes(c), false));
+    }
+    plan->tasks.push_back(std::move(t));
+  }
+}
+
+void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  RingCtx r = ctx(comm, a);
+  const int n = r.n, p = r.p;
+  const auto& order = comm->topo.order;
+  const size_t per = roundElems(comm, r.esz);
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    Task t;
+    t.vt = v;
+    const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
+    auto blockIn = [&](int c, size_t at) { return r.in(static_cast<size_t>(order[c]) * a.count + at); };
+    if (n == 1) {
+      t.steps.push_back(step(nullptr, nullptr, blockIn(0, o), r.out(o), cnt * r.esz, true, true));
+      plan->tasks.push_back(std::move(t));
+      continue;
+    }
+    Conn *nx = r.next(v), *pv = r.prev(v);
+    for (size_t ro = 0; ro < cnt; ro += per) {
+      const size_t at = o + ro, b = std::min(per, cnt - ro) * r.esz;
+      // Chunk c is the block of the rank at position c; position p finishes its own block last.
+      t.steps.push_back(step(nullptr, nx, blockIn((p + n - 1) % n, at), nullptr, b, true));
+      for (int s = 1; s < n - 1; s++) t.steps.push_back(step(pv, nx, blockIn((p + n - 1 - s) % n, at), nullptr, b, true));
+      t.steps.push_back(step(pv, nullptr, blockIn(p, at), r.out(at), b, true, true));
+    }
+    plan->tasks.push_back(std::move(t));
+  }
+}
+
+void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  RingCtx r = ctx(comm, a);
+  const int n = r.n, p = r.p;
+  const auto& order = comm->topo.order;
+  const size_t per = roundElems(comm, r.esz);
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    Task t;
+    t.vt = v;
+    const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
+    auto blockOut = [&](int c, size_t at) { return r.out(static_cast<size_t>(order[c]) * a.count + at); };
+    Conn* nx = n > 1 ? r.next(v) : nullptr;
+    Conn* pv = n > 1 ? r.prev(v) : nullptr;
+    for (size_t ro = 0; ro < cnt || ro == 0; ro += per) {
+      const size_t at = o + ro, b = std::min(per, cnt - ro) * r.esz;
+      t.steps.push_back(step(nullptr, nx, r.in(at), blockOut(p, at), b, false));
+      if (n > 1) {
+        for (int s = 1; s < n - 1; s++) t.steps.push_back(step(pv, nx, nullptr, blockOut((p - s + n) % n, at), b, false));
+        t.steps.push_back(step(pv, nullptr, nullptr, blockOut((p + 1) % n, at), b, false));
+      }
+      if (cnt == 0) break;
+    }
+    plan->tasks.push_back(std::move(t));
+  }
+}
+
+void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  RingCtx r = ctx(comm, a);
+  const int n = r.n;
+  const int d = (r.p - comm->topo.posOf[a.root] + n) % n;  // distance from the root along the chain
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    Task t;
+    t.vt = v;
+    const size_t o = al.vt[v].offset, b = al.vt[v].count * r.esz;
+    Conn* nx = d < n - 1 ? r.next(v) : nullptr;
+    if (d == 0) t.steps.push_back(step(nullptr, nx, r.in(o), r.out(o), b, false));
+    else t.steps.push_back(step(r.prev(v), nx, nullptr, r.out(o), b, false));
+    plan->tasks.push_back(std::move(t));
+  }
+}
+
+void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  RingCtx r = ctx(comm, a);
+  const int n = r.n;
+  // The chain starts right after the root and ends at it.
+  const int d = (r.p - comm->topo.posOf[a.root] - 1 + 2 * n) % n;
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    Task t;
+    t.vt = v;
+    const size_t o = al.vt[v].offset, b = al.vt[v].count * r.esz;
+    Conn* pv = d > 0 ? r.prev(v) : nullptr;
+    if (d == n - 1) t.steps.push_back(step(pv, nullptr, r.in(o), r.out(o), b, true, true));
+    else t.steps.push_back(step(pv, r.next(v), r.in(o), nullptr, b, true));
+    plan->tasks.push_back(std::move(t));
+  }
+}
+
+}  // namespace preccl

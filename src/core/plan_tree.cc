@@ -1,0 +1,94 @@
+// Tree algorithms. Even VTs use the tree rooted at the first ring position, odd VTs the mirrored tree
+// rooted at the last, so that a node's up/down load is spread as in NCCL's double binary tree. The upward
+// reduce and the downward broadcast of a node are separate tasks that run concurrently (NCCL splits its
+// warps the same way): a node still sending up must be able to receive the first results coming down.
+#include "core/comm.h"
+#include "core/plan.h"
+#include "device/dtype.h"
+
+namespace preccl {
+
+namespace {
+
+struct TreeStep {
+  Step s;
+  void recvFrom(Conn* c) { s.recv[s.nrecv++] = c; }
+  void sendTo(Conn* c) { s.send[s.nsend++] = c; }
+};
+
+Task oneStep(int vt, const Step& s) {
+  Task t;
+  t.vt = vt;
+  t.steps.push_back(s);
+  return t;
+}
+
+// up: children -> (reduce with src) -> parent, or at the root -> dst (+ children when `rootSendsDown`).
+Step upStep(precclComm* comm, const TreeLinks& tl, int vt, const char* src, char* dst, size_t bytes, bool rootSendsDown) {
+  TreeStep t;
+  for (int c = 0; c < 2; c++)
+    if (tl.child[c] >= 0) t.recvFrom(connTo(comm, tl.child[c], vt));
+  if (tl.parent >= 0) {
+    t.sendTo(connTo(comm, tl.parent, vt));
+  } else {
+    t.s.dst = dst;
+    t.s.post = true;
+    if (rootSendsDown)
+      for (int c = 0; c < 2; c++)
+        if (tl.child[c] >= 0) t.sendTo(connTo(comm, tl.child[c], vt));
+  }
+  t.s.src = src;
+  t.s.bytes = bytes;
+  t.s.reduce = true;
+  return t.s;
+}
+
+// down: parent -> dst and children (or, at the root, src -> dst and children).
+Step downStep(precclComm* comm, const TreeLinks& tl, int vt, const char* src, char* dst, size_t bytes) {
+  TreeStep t;
+  if (tl.parent >= 0) t.recvFrom(connTo(comm, tl.parent, vt));
+  else t.s.src = src;
+  for (int c = 0; c < 2; c++)
+    if (tl.child[c] >= 0) t.sendTo(connTo(comm, tl.child[c], vt));
+  t.s.dst = dst;
+  t.s.bytes = bytes;
+  return t.s;
+}
+
+}  // namespace
+
+void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  const size_t esz = dtypeSize(a.dtype);
+  const auto& order = comm->topo.order;
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    const bool mirror = v % 2 == 1;
+    TreeLinks tl = treeLinks(comm->topo, comm->rank, mirror ? order.back() : order.front(), mirror);
+    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
+    const char* src = static_cast<const char*>(a.sendbuff) + o;
+    char* dst = static_cast<char*>(a.recvbuff) + o;
+    plan->tasks.push_back(oneStep(v, upStep(comm, tl, v, src, dst, b, true)));
+    if (tl.parent >= 0) plan->tasks.push_back(oneStep(v, downStep(comm, tl, v, nullptr, dst, b)));
+  }
+}
+
+void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  const size_t esz = dtypeSize(a.dtype);
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
+    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
+    plan->tasks.push_back(oneStep(
+        v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b)));
+  }
+}
+
+void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  const size_t esz = dtypeSize(a.dtype);
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
+    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
+    char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
+    plan->tasks.push_back(oneStep(v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false)));
+  }
+}
+
+}  // namespace preccl

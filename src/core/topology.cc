@@ -1,0 +1,56 @@
+#include "core/topology.h"
+
+#include <cstring>
+#include <map>
+
+namespace preccl {
+
+void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable) {
+  nranks = static_cast<int>(infos.size());
+  rank = myRank;
+  shmDisabled = shmDisable;
+  hostOf.assign(nranks, -1);
+  hostRanks.clear();
+  localIdx.assign(nranks, 0);
+  nNics.assign(nranks, 1);
+  std::map<std::string, int> hostIndex;
+  for (int r = 0; r < nranks; r++) {
+    std::string id(infos[r].hostId, strnlen(infos[r].hostId, sizeof(infos[r].hostId)));
+    auto it = hostIndex.find(id);
+    if (it == hostIndex.end()) {
+      it = hostIndex.emplace(id, static_cast<int>(hostRanks.size())).first;
+      hostRanks.emplace_back();
+    }
+    hostOf[r] = it->second;
+    localIdx[r] = static_cast<int>(hostRanks[it->second].size());
+    hostRanks[it->second].push_back(r);
+    nNics[r] = infos[r].nNics > 0 ? infos[r].nNics : 1;
+  }
+  order.clear();
+  for (auto& h : hostRanks) order.insert(order.end(), h.begin(), h.end());
+  posOf.assign(nranks, 0);
+  for (int p = 0; p < nranks; p++) posOf[order[p]] = p;
+}
+
+TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {
+  const int n = topo.nranks;
+  // Virtual index: 0 is the root, then the ring order onwards from it (or backwards when mirrored).
+  auto vOf = [&](int r) {
+    int d = (topo.posOf[r] - topo.posOf[rootRank] + n) % n;
+    return mirror && d ? n - d : d;
+  };
+  auto rankOf = [&](int v) {
+    int d = mirror && v ? n - v : v;
+    return topo.order[(topo.posOf[rootRank] + d) % n];
+  };
+  TreeLinks t;
+  int v = vOf(rank);
+  if (v > 0) t.parent = rankOf((v - 1) / 2);
+  for (int c = 0; c < 2; c++) {
+    int cv = 2 * v + 1 + c;
+    if (cv < n) t.child[c] = rankOf(cv);
+  }
+  return t;
+}
+
+}  // namespace preccl

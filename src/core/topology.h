@@ -1,0 +1,59 @@
+// Who is where: hosts, ranks per host, NICs per rank, the ring order every VT follows and the trees.
+// Computed identically on every rank from the RankInfo table the bootstrap exchanged.
+#pragma once
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace preccl {
+
+constexpr int kMaxNics = 8;
+constexpr int kMaxVTs = 32;
+
+// Exchanged once at init; fixed size so the bootstrap can check it.
+struct RankInfo {
+  uint64_t hostHash;
+  uint64_t nonce;        // random per rank; rank 0's names this communicator's shared memory
+  char hostId[160];
+  int32_t pid;
+  int32_t nNics;
+  int32_t nVTs;          // this rank's wish; the communicator uses the minimum
+  int32_t shmDisable;
+  uint32_t nslots;
+  uint32_t slotBytes;
+  sockaddr_storage nicAddr[kMaxNics];  // listening address (with port) per NIC
+  char nicName[kMaxNics][16];
+};
+
+struct Topology {
+  int nranks = 0;
+  int rank = 0;
+  std::vector<int> hostOf;                  // rank -> host index (hosts numbered by lowest rank)
+  std::vector<std::vector<int>> hostRanks;  // host -> its ranks, ascending
+  std::vector<int> localIdx;                // rank -> index among its host's ranks
+  std::vector<int> nNics;                   // rank -> NIC count
+  std::vector<int> order;                   // ring order: host by host
+  std::vector<int> posOf;                   // rank -> position in `order`
+  bool shmDisabled = false;
+
+  void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable);
+  bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
+  bool useShm(int a, int b) const { return !shmDisabled && sameHost(a, b); }
+  int nicFor(int r, int vt) const { return vt % nNics[r]; }
+  int ringNext(int r) const { return order[(posOf[r] + 1) % nranks]; }
+  int ringPrev(int r) const { return order[(posOf[r] + nranks - 1) % nranks]; }
+  int nHosts() const { return static_cast<int>(hostRanks.size()); }
+};
+
+// A binary tree over ring positions, rooted at `rootPos`; `mirror` flips it so that a second VT's interior
+// nodes are mostly the first one's leaves (a double binary tree, as NCCL builds).
+struct TreeLinks {
+  int parent = -1;
+  int child[2] = {-1, -1};
+  int nchildren() const { return (child[0] >= 0) + (child[1] >= 0); }
+};
+TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror);
+
+}  // namespace preccl

@@ -1,0 +1,191 @@
+#include "device/executor.h"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "transport/socket.h"
+
+namespace preccl {
+
+namespace {
+
+enum class Adv { Moved, Blocked, Error };
+
+struct Exec {
+  precclComm* comm;
+  CctPlan& plan;
+  std::string err;
+  Conn* waitingOn = nullptr;  // the edge the last blocked task waits for (for error messages)
+
+  bool recvReady(Conn* c) {
+    if (c->recvTailSeen > c->recvHead) return true;
+    c->recvTailSeen = c->recv.ctrl->tail.load(std::memory_order_acquire);
+    return c->recvTailSeen > c->recvHead;
+  }
+  bool sendReady(Conn* c) {
+    if (c->sendTail - c->sendHeadSeen < c->send.nslots) return true;
+    c->sendHeadSeen = c->send.ctrl->head.load(std::memory_order_acquire);
+    return c->sendTail - c->sendHeadSeen < c->send.nslots;
+  }
+
+  // Moves one task forward as far as its FIFOs allow.
+  Adv advance(Task& t) {
+    bool moved = false;
+    VtCounters& stats = comm->vtStats[t.vt];
+    while (!t.done()) {
+      Step& s = t.steps[t.cur];
+      if (s.bytes == 0) {
+        t.cur++;
+        continue;
+      }
+      const size_t slotMax = comm->slotBytes / plan.elemBytes * plan.elemBytes;
+      const size_t piece = std::min(slotMax, s.bytes - t.off);
+      for (int i = 0; i < s.nrecv; i++)
+        if (!recvReady(s.recv[i])) {
+          waitingOn = s.recv[i];
+          return moved ? Adv::Moved : Adv::Blocked;
+        }
+      for (int i = 0; i < s.nsend; i++)
+        if (!sendReady(s.send[i])) {
+          // The in-band congestion signal: downstream has not freed a slot.
+          if (!t.stalled) {
+            t.stalled = true;
+            t.stallStartNs = nowNs();
+            stats.lastStalls++;
+          }
+          waitingOn = s.send[i];
+          return moved ? Adv::Moved : Adv::Blocked;
+        }
+      if (t.stalled) {
+        stats.lastStallNs += nowNs() - t.stallStartNs;
+        t.stalled = false;
+      }
+      const void* ins[2];
+      for (int i = 0; i < s.nrecv; i++) {
+        Conn* c = s.recv[i];
+        const SlotHdr& h = c->recv.hdr(c->recvHead);
+        if (h.epoch != plan.epoch || h.bytes != piece || (plan.checkDigest && h.digest != plan.digest)) {
+          err = fmt::format(
+              "rank {}: VT {} from rank {}: got a slot of epoch {} ({} B, allocation digest {:08x}), expected epoch {} "
+              "({} B, digest {:08x}): ranks disagree on the sequence of calls or on the allocation",
+              comm->rank, t.vt, c->peer, h.epoch, h.bytes, h.digest, plan.epoch, piece, plan.digest);
+          return Adv::Error;
+        }
+        ins[i] = c->recv.slot(c->recvHead);
+      }
+      void* outs[3];
+      int nout = 0;
+      if (s.dst) outs[nout++] = s.dst + t.off;
+      for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot(s.send[i]->sendTail);
+      const char* src = s.src ? s.src + t.off : nullptr;
+      if (s.reduce) {
+        reduceCopy(plan.op, plan.dtype, piece / plan.elemBytes, src, ins, s.nrecv, outs, nout, s.post);
+      } else {
+        const void* from = src ? src : ins[0];
+        for (int i = 0; i < nout; i++)
+          if (outs[i] != from) memcpy(outs[i], from, piece);
+      }
+      for (int i = 0; i < s.nsend; i++) {
+        Conn* c = s.send[i];
+        c->send.hdr(c->sendTail) = SlotHdr{plan.epoch, static_cast<uint32_t>(piece), plan.digest};
+        c->send.ctrl->tail.store(++c->sendTail, std::memory_order_release);
+        c->sendConsumer.wake();
+      }
+      for (int i = 0; i < s.nrecv; i++) {
+        Conn* c = s.recv[i];
+        c->recv.ctrl->head.store(++c->recvHead, std::memory_order_release);
+        c->recvProducer.wake();
+      }
+      stats.lastBytes += piece * s.nsend;
+      moved = true;
+      t.off += piece;
+      if (t.off == s.bytes) {
+        t.cur++;
+        t.off = 0;
+      }
+    }
+    return Adv::Moved;
+  }
+
+  // Shared-memory peers have no socket to report their death: look for their process.
+  bool peersAlive() {
+    for (int r = 0; r < comm->nranks; r++) {
+      if (!comm->shmPeer.empty() && comm->shmPeer[r]) {
+        pid_t pid = comm->shmPeer[r]->header()->pid;
+        if (kill(pid, 0) != 0 && errno == ESRCH) {
+          err = fmt::format("rank {}: rank {} (pid {}) on this host died", comm->rank, r, pid);
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  precclResult_t run() {
+    const uint64_t timeoutNs = comm->cfg.timeoutMs * 1000000ull;
+    uint64_t lastMoveNs = nowNs(), lastLivenessNs = lastMoveNs;
+    int idle = 0;
+    for (;;) {
+      uint32_t seen = comm->bell->seq.load(std::memory_order_seq_cst);
+      bool moved = false, all = true;
+      for (Task& t : plan.tasks) {
+        if (t.done()) continue;
+        Adv a = advance(t);
+        if (a == Adv::Error) return PRECCL_ERR(comm, precclInternalError, "{}", err);
+        moved |= a == Adv::Moved;
+        all &= t.done();
+      }
+      if (all) return precclSuccess;
+      if (moved) {
+        idle = 0;
+        continue;
+      }
+      if (comm->abortFlag.load()) return PRECCL_ERR(comm, precclRemoteError, "rank {}: communicator aborted", comm->rank);
+      if (int e = comm->asyncError.load(); e != precclSuccess && e != precclInProgress)
+        return PRECCL_ERR(comm, static_cast<precclResult_t>(e), "{}", comm->lastError);
+      if (waitingOn && waitingOn->closed.load())
+        return PRECCL_ERR(comm, precclRemoteError, "rank {}: rank {} closed its connection of VT {} during a collective",
+                          comm->rank, waitingOn->peer, waitingOn->vt);
+      // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
+      idle++;
+      if (idle < 64) continue;
+      if (idle < 96) {
+        sched_yield();
+        continue;
+      }
+      bellWait(comm->bell, seen, 20000);
+      uint64_t now = nowNs();
+      if (now - lastLivenessNs > 100000000ull) {
+        lastLivenessNs = now;
+        if (!peersAlive()) return PRECCL_ERR(comm, precclRemoteError, "{}", err);
+      }
+      // lastMoveNs is refreshed lazily: only sleeping passes look at the clock.
+      if (idle == 96) lastMoveNs = now;
+      if (now - lastMoveNs > timeoutNs)
+        return PRECCL_ERR(comm, precclRemoteError,
+                          "rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}); PRECCL_TIMEOUT={}",
+                          comm->rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
+                          waitingOn ? waitingOn->vt : -1, timeoutNs / 1000000000ull);
+    }
+  }
+};
+
+}  // namespace
+
+precclResult_t execute(precclComm* comm, CctPlan& plan) {
+  for (auto& s : comm->vtStats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
+  Exec e{comm, plan, {}};
+  precclResult_t res = e.run();
+  for (auto& s : comm->vtStats) {
+    s.bytes += s.lastBytes;
+    s.stalls += s.lastStalls;
+    s.stallNs += s.lastStallNs;
+  }
+  return res;
+}
+
+}  // namespace preccl

@@ -1,0 +1,68 @@
+// The connection FIFO every VT edge uses: nslots slots of slotBytes, a producer-owned tail and a
+// consumer-owned head (NCCL's step counters). It lives in shared memory for intra-host edges and in the
+// process's heap for socket edges, where the proxy thread is the other end.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/doorbell.h"
+
+namespace preccl {
+
+constexpr uint32_t kMaxSlots = 16;
+
+// Travels with every slot (in memory, and as the frame header on sockets).
+struct SlotHdr {
+  uint64_t epoch;   // the CCT the bytes belong to
+  uint32_t bytes;   // payload length
+  uint32_t digest;  // allocation digest (checked when PRECCL_CHECK_ALLOC=1)
+};
+
+struct alignas(64) FifoCtrl {
+  std::atomic<uint64_t> tail{0};  // slots published by the producer
+  char pad0[56];
+  std::atomic<uint64_t> head{0};  // slots released by the consumer
+  char pad1[56];
+  SlotHdr hdr[kMaxSlots];
+};
+
+constexpr size_t kSlotAlign = 4096;
+inline size_t fifoCtrlBytes() { return (sizeof(FifoCtrl) + kSlotAlign - 1) / kSlotAlign * kSlotAlign; }
+inline size_t fifoBytes(uint32_t nslots, size_t slotBytes) { return fifoCtrlBytes() + nslots * slotBytes; }
+
+struct Fifo {
+  FifoCtrl* ctrl = nullptr;
+  char* data = nullptr;
+  uint32_t nslots = 0;
+  size_t slotBytes = 0;
+  void attach(void* mem, uint32_t n, size_t bytes) {
+    ctrl = static_cast<FifoCtrl*>(mem);
+    data = static_cast<char*>(mem) + fifoCtrlBytes();
+    nslots = n;
+    slotBytes = bytes;
+  }
+  char* slot(uint64_t i) const { return data + (i % nslots) * slotBytes; }
+  SlotHdr& hdr(uint64_t i) const { return ctrl->hdr[i % nslots]; }
+};
+
+// One VT edge between this rank and a peer, both directions. The executor is the producer of `send` and
+// the consumer of `recv`; it caches its own counters.
+struct Conn {
+  int peer = -1;
+  int vt = -1;
+  bool viaSocket = false;
+  Fifo send;
+  Waker sendConsumer;  // woken after publishing a slot
+  uint64_t sendTail = 0;
+  uint64_t sendHeadSeen = 0;
+  Fifo recv;
+  Waker recvProducer;  // woken after releasing a slot
+  uint64_t recvHead = 0;
+  uint64_t recvTailSeen = 0;
+  // Set by the proxy when the peer closed the socket cleanly between frames: an error only if this rank
+  // still needs data from the edge (the peer may simply have destroyed its communicator first).
+  std::atomic<bool> closed{false};
+};
+
+}  // namespace preccl

@@ -1,0 +1,63 @@
+// The socket progress engine: one thread per communicator moves slots between the executor's FIFOs and
+// nonblocking TCP sockets (one socket per VT edge, both directions), driven by edge-triggered epoll.
+// Like NCCL's proxy thread, it lets the executor treat a socket edge exactly like a shared-memory one.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/doorbell.h"
+#include "transport/fifo.h"
+
+namespace preccl {
+
+class Proxy {
+ public:
+  using ErrorFn = std::function<void(const std::string&)>;
+  Proxy(Bell* executorBell, ErrorFn onError);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Takes ownership of `fd`, allocates the edge's two FIFOs and wires the wakers. Before start() only.
+  void add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes);
+  bool start(std::string* err);
+  // Stops the thread; with drain, first waits (bounded) until every published slot left the process.
+  void stop(bool drain);
+  bool empty() const { return socks_.empty(); }
+
+ private:
+  struct Sock {
+    int fd = -1;
+    Conn* conn = nullptr;
+    std::unique_ptr<char, void (*)(void*)> mem{nullptr, free};
+    uint64_t sendIdx = 0;  // next slot of conn->send to put on the wire
+    size_t sendOff = 0;    // bytes of that frame (header + payload) already sent
+    uint64_t recvIdx = 0;  // next slot of conn->recv to fill
+    size_t recvOff = 0;
+    SlotHdr recvHdr{};
+    bool readable = true, writable = true, failed = false;
+  };
+  void run();
+  bool pumpSend(Sock& s);
+  bool pumpRecv(Sock& s);
+  bool actionable(const Sock& s) const;
+  void fail(Sock& s, const std::string& what);
+  bool sendsPending() const;
+
+  Bell* bell_;
+  ErrorFn onError_;
+  std::vector<std::unique_ptr<Sock>> socks_;
+  int epfd_ = -1;
+  int efd_ = -1;
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> drain_{false};
+  std::thread thread_;
+};
+
+}  // namespace preccl
