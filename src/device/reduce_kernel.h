@@ -1,0 +1,240 @@
+// Internal to src/device: the templated reduction loops behind reduceCopy (reduce.h). Each data-type
+// family (reduce_int.cc, reduce_float.cc, reduce_lowp.cc) instantiates them for its types, so the three
+// translation units compile in parallel and each stays small.
+//
+// Speed: the hot shapes (1 or 2 sources into 1 or 2 outputs; the pre-multiply and post-divide fixed at
+// compile time) are plain loops over restrict pointers, written as fixed-size blocks plus a tail so that
+// GCC vectorises them at -O2 (whose "very cheap" cost model only takes loops with a known trip count)
+// as well as at -O3. Every other shape runs through a tile buffer with the same per-element steps.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "device/float_bits.h"
+#include "device/reduce.h"
+
+namespace preccl::red {
+
+// Everything reduceCopy resolved: sources in order (local first when present), outputs, and the
+// pre-multiply / post-divide that apply to this call.
+struct Args {
+  size_t n = 0;
+  int nsrc = 0;
+  const void* src[5] = {};
+  int nout = 0;
+  void* out[4] = {};
+  RedKind kind = RedKind::Sum;
+  bool pre = false;                  // multiply src[0] (the local input) by scalar
+  const unsigned char* scalar = nullptr;
+  int postDivide = 0;                // > 0: divide the result by this
+};
+
+void runInt(precclDataType_t t, const Args& a);
+void runFloat(precclDataType_t t, const Args& a);
+void runLowp(precclDataType_t t, const Args& a);
+
+// Buffers have arbitrary alignment and may hold any type's bytes: elements are moved with memcpy, which
+// GCC turns into (vector) unaligned loads and stores.
+template <class S> inline S ld(const unsigned char* p, size_t i) {
+  S v;
+  std::memcpy(&v, p + i * sizeof(S), sizeof(S));
+  return v;
+}
+template <class S> inline void st(unsigned char* p, size_t i, S v) { std::memcpy(p + i * sizeof(S), &v, sizeof(S)); }
+using Bytes = unsigned char;
+
+// ---- arithmetic of each family; S is the storage type ----
+
+// Integers: sum and prod wrap modulo 2^bits (done in the unsigned type); Avg divides like C++ `r / n`.
+template <class T> struct IntArith {
+  using S = T;
+  using U = std::make_unsigned_t<T>;
+  using Div = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+  static Div makeDiv(int n) { return Div(n); }
+  static S sum(S a, S b) { return S(U(U(a) + U(b))); }
+  static S prod(S a, S b) { return S(U(U(a) * U(b))); }
+  static S max(S a, S b) { return a > b ? a : b; }
+  static S min(S a, S b) { return a < b ? a : b; }
+  static S div(S a, Div n) { return S(Div(a) / n); }
+};
+
+// float / double: one IEEE operation per step in the type itself; NaN propagates through max/min.
+template <class T> struct FloatArith {
+  using S = T;
+  using Div = T;
+  static Div makeDiv(int n) { return T(n); }
+  static S sum(S a, S b) { return a + b; }
+  static S prod(S a, S b) { return a * b; }
+  // (a > b || isnan(a)) ? a : b, written in the form GCC (12) vectorises for both float and double.
+  static S max(S a, S b) {
+    const S t = a > b ? a : b;
+    return a != a ? a : t;
+  }
+  static S min(S a, S b) {
+    const S t = a < b ? a : b;
+    return a != a ? a : t;
+  }
+  static S div(S a, Div n) { return a / n; }
+};
+
+// half, bf16, fp8: each operation widens both operands to float, computes in float and rounds back.
+template <class Codec> struct LowpArith {
+  using S = typename Codec::S;
+  using Div = float;
+  static Div makeDiv(int n) { return float(n); }
+  static float w(S x) { return Codec::toFloat(x); }
+  static S r(float x) { return Codec::fromFloat(x); }
+  static S sum(S a, S b) { return r(w(a) + w(b)); }
+  static S prod(S a, S b) { return r(w(a) * w(b)); }
+  static S max(S a, S b) {
+    const float x = w(a), y = w(b);
+    return r(__builtin_isnan(x) ? x : (x > y ? x : y));
+  }
+  static S min(S a, S b) {
+    const float x = w(a), y = w(b);
+    return r(__builtin_isnan(x) ? x : (x < y ? x : y));
+  }
+  static S div(S a, Div n) { return r(w(a) / n); }
+};
+
+struct HalfCodec {
+  using S = uint16_t;
+  static float toFloat(S x) { return fp::halfToFloat(x); }
+  static S fromFloat(float f) { return fp::floatToHalf(f); }
+};
+struct Bf16Codec {
+  using S = uint16_t;
+  static float toFloat(S x) { return fp::bf16ToFloat(x); }
+  static S fromFloat(float f) { return fp::floatToBf16(f); }
+};
+struct E4M3Codec {
+  using S = uint8_t;
+  static float toFloat(S x) { return fp::fp8E4M3ToFloat(x); }
+  static S fromFloat(float f) { return fp::floatToFp8E4M3(f); }
+};
+struct E5M2Codec {
+  using S = uint8_t;
+  static float toFloat(S x) { return fp::fp8E5M2ToFloat(x); }
+  static S fromFloat(float f) { return fp::floatToFp8E5M2(f); }
+};
+
+template <class A, RedKind K> inline typename A::S apply(typename A::S a, typename A::S b) {
+  if constexpr (K == RedKind::Sum) return A::sum(a, b);
+  else if constexpr (K == RedKind::Prod) return A::prod(a, b);
+  else if constexpr (K == RedKind::Max) return A::max(a, b);
+  else return A::min(a, b);
+}
+
+// Block length of the fixed-trip inner loops (a multiple of every vector width).
+constexpr size_t kBlock = 64;
+// Tile length of the generic path, in elements (a 4 KiB stack buffer at most).
+constexpr size_t kTile = 512;
+
+// One element of the fused kernels: optional pre-multiply of the first source, the reduction with the
+// second source (NSRC == 2), optional post-divide.
+template <class A, RedKind K, int NSRC, bool PRE, bool POST>
+inline typename A::S element(typename A::S x0, typename A::S x1, typename A::S scalar, typename A::Div div) {
+  typename A::S r = x0;
+  if constexpr (PRE) r = A::prod(r, scalar);
+  if constexpr (NSRC == 2) r = apply<A, K>(r, x1);
+  if constexpr (POST) r = A::div(r, div);
+  return r;
+}
+
+// out0 (and out1 when NOUT == 2) = post(pre(src0) (+) src1). The pointers are restrict *parameters*
+// (GCC only trusts restrict there without runtime alias checks). Outputs may alias a source at the same
+// index: every element's loads come before its stores, which is all such aliasing needs.
+// noinline: inlined into its caller, GCC merges the four flag variants and loses track of the accesses.
+template <class A, RedKind K, int NSRC, int NOUT, bool PRE, bool POST>
+__attribute__((noinline)) void fusedLoop(size_t n, const Bytes* __restrict s0, const Bytes* __restrict s1, Bytes* __restrict d0,
+               Bytes* __restrict d1, typename A::S scalar, typename A::Div div) {
+  using S = typename A::S;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (size_t j = 0; j < kBlock; ++j) {  // counted from 0: the form GCC -O2 vectorises
+      const S r = element<A, K, NSRC, PRE, POST>(ld<S>(s0, i + j), NSRC == 2 ? ld<S>(s1, i + j) : S{}, scalar, div);
+      st<S>(d0, i + j, r);
+      if constexpr (NOUT == 2) st<S>(d1, i + j, r);
+    }
+  }
+  for (; i < n; ++i) {
+    const S r = element<A, K, NSRC, PRE, POST>(ld<S>(s0, i), NSRC == 2 ? ld<S>(s1, i) : S{}, scalar, div);
+    st<S>(d0, i, r);
+    if constexpr (NOUT == 2) st<S>(d1, i, r);
+  }
+}
+
+template <class A, RedKind K, int NSRC, int NOUT, bool PRE, bool POST>
+void fused(const Args& a) {
+  using S = typename A::S;
+  S scalar{};
+  if constexpr (PRE) std::memcpy(&scalar, a.scalar, sizeof(S));
+  const typename A::Div div = A::makeDiv(a.postDivide > 0 ? a.postDivide : 1);
+  fusedLoop<A, K, NSRC, NOUT, PRE, POST>(a.n, static_cast<const Bytes*>(a.src[0]),
+                                         static_cast<const Bytes*>(NSRC == 2 ? a.src[1] : nullptr),
+                                         static_cast<Bytes*>(a.out[0]),
+                                         static_cast<Bytes*>(NOUT == 2 ? a.out[1] : nullptr), scalar, div);
+}
+
+// Any shape (up to 5 sources, 4 outputs) one tile at a time: all of a tile's loads happen before its
+// stores, so outputs may alias sources at the same index.
+template <class A, RedKind K> void generic(const Args& a) {
+  using S = typename A::S;
+  S scalar{};
+  if (a.pre) std::memcpy(&scalar, a.scalar, sizeof(S));
+  const bool post = a.postDivide > 0;
+  const typename A::Div div = A::makeDiv(post ? a.postDivide : 1);
+  S acc[kTile];
+  for (size_t base = 0; base < a.n; base += kTile) {
+    const size_t m = a.n - base < kTile ? a.n - base : kTile;
+    const Bytes* s0 = static_cast<const Bytes*>(a.src[0]) + base * sizeof(S);
+    if (a.pre) {
+      for (size_t j = 0; j < m; ++j) acc[j] = A::prod(ld<S>(s0, j), scalar);
+    } else {
+      std::memcpy(acc, s0, m * sizeof(S));
+    }
+    for (int k = 1; k < a.nsrc; ++k) {
+      const Bytes* sk = static_cast<const Bytes*>(a.src[k]) + base * sizeof(S);
+      for (size_t j = 0; j < m; ++j) acc[j] = apply<A, K>(acc[j], ld<S>(sk, j));
+    }
+    if (post) {
+      for (size_t j = 0; j < m; ++j) acc[j] = A::div(acc[j], div);
+    }
+    for (int o = 0; o < a.nout; ++o) std::memcpy(static_cast<Bytes*>(a.out[o]) + base * sizeof(S), acc, m * sizeof(S));
+  }
+}
+
+template <class A, RedKind K, int NSRC, int NOUT> void fusedFlags(const Args& a) {
+  const bool post = a.postDivide > 0;
+  if (a.pre) {
+    if (post) fused<A, K, NSRC, NOUT, true, true>(a);
+    else fused<A, K, NSRC, NOUT, true, false>(a);
+  } else {
+    if (post) fused<A, K, NSRC, NOUT, false, true>(a);
+    else fused<A, K, NSRC, NOUT, false, false>(a);
+  }
+}
+
+template <class A, RedKind K> void runShape(const Args& a) {
+  // With one source the op never applies: those kernels are shared by all ops (instantiated for Sum).
+  if (a.nsrc == 1 && a.nout == 1) return fusedFlags<A, RedKind::Sum, 1, 1>(a);
+  if (a.nsrc == 1 && a.nout == 2) return fusedFlags<A, RedKind::Sum, 1, 2>(a);
+  if (a.nsrc == 2 && a.nout == 1) return fusedFlags<A, K, 2, 1>(a);
+  if (a.nsrc == 2 && a.nout == 2) return fusedFlags<A, K, 2, 2>(a);
+  generic<A, K>(a);
+}
+
+// Entry of one data type: picks the op.
+template <class A> void runType(const Args& a) {
+  switch (a.kind) {
+    case RedKind::Sum: return runShape<A, RedKind::Sum>(a);
+    case RedKind::Prod: return runShape<A, RedKind::Prod>(a);
+    case RedKind::Max: return runShape<A, RedKind::Max>(a);
+    case RedKind::Min: return runShape<A, RedKind::Min>(a);
+  }
+}
+
+}  // namespace preccl::red
