@@ -111,6 +111,20 @@ struct Exec {
     return Adv::Moved;
   }
 
+  // An edge that a blocked task still needs, whose peer closed its socket (it exited or destroyed its
+  // communicator): the data will never come.
+  Conn* closedEdge() {
+    for (Task& t : plan.tasks) {
+      if (t.done()) continue;
+      const Step& s = t.steps[t.cur];
+      for (int i = 0; i < s.nrecv; i++)
+        if (s.recv[i]->closed.load(std::memory_order_relaxed) && !recvReady(s.recv[i])) return s.recv[i];
+      for (int i = 0; i < s.nsend; i++)
+        if (s.send[i]->closed.load(std::memory_order_relaxed)) return s.send[i];
+    }
+    return nullptr;
+  }
+
   // Shared-memory peers have no socket to report their death: look for their process.
   bool peersAlive() {
     for (int r = 0; r < comm->nranks; r++) {
@@ -147,9 +161,9 @@ struct Exec {
       if (comm->abortFlag.load()) return PRECCL_ERR(comm, precclRemoteError, "rank {}: communicator aborted", comm->rank);
       if (int e = comm->asyncError.load(); e != precclSuccess && e != precclInProgress)
         return PRECCL_ERR(comm, static_cast<precclResult_t>(e), "{}", comm->lastError);
-      if (waitingOn && waitingOn->closed.load())
+      if (Conn* c = closedEdge())
         return PRECCL_ERR(comm, precclRemoteError, "rank {}: rank {} closed its connection of VT {} during a collective",
-                          comm->rank, waitingOn->peer, waitingOn->vt);
+                          comm->rank, c->peer, c->vt);
       // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
       idle++;
       if (idle < 64) continue;

@@ -1,0 +1,214 @@
+"""Builds, changes and removes the bed's namespaces, veths, bridges and tc shaping.
+
+Topology: host h is network namespace <P>h<h>; its NIC k is `rail<k>` inside it, the other end of a
+veth pair named <P>h<h>n<k> in the root namespace, enslaved to bridge <P>b<k> (one bridge per rail).
+Both ends are shaped with tbf: rail<k>'s egress is the NIC's transmit side, the bridge-side end's egress
+is the NIC's receive side.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import bed_names as names
+import units
+
+
+class BedError(RuntimeError):
+    pass
+
+
+class CommandLog:
+    """Every command the bed ran, with a timestamp: written to bed.log, the record of what was touched."""
+
+    def __init__(self):
+        self.lines = []
+        self.t0 = time.monotonic()
+
+    def add(self, argv, rc, err=""):
+        t = time.monotonic() - self.t0
+        self.lines.append(f"{t:9.3f} rc={rc} {' '.join(argv)}" + (f"  # {err.strip()}" if err.strip() else ""))
+
+
+def sh(argv, log=None, check=True, timeout=20):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if log is not None:
+        log.add(argv, p.returncode, p.stderr if p.returncode else "")
+    if check and p.returncode != 0:
+        raise BedError(f"`{' '.join(argv)}` failed (rc {p.returncode}): {p.stderr.strip()}")
+    return p
+
+
+def existing_netns():
+    out = sh(["ip", "netns", "list"]).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def existing_links():
+    """Names of links in the root namespace ("veth@if5" -> "veth")."""
+    out = sh(["ip", "-o", "link", "show"]).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) >= 2:
+            found.append(parts[1].strip().split("@")[0])
+    return found
+
+
+def owned(prefix):
+    """(namespaces, links) in the system whose names match the prefix's patterns."""
+    ns_re, link_re = names.owned_netns_re(prefix), names.owned_link_re(prefix)
+    return ([n for n in existing_netns() if ns_re.match(n)],
+            [l for l in existing_links() if link_re.match(l)])
+
+
+def netns_pids(ns):
+    p = sh(["ip", "netns", "pids", ns], check=False)
+    return [int(x) for x in p.stdout.split() if x.isdigit()]
+
+
+def _signal_all(pids, sig):
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def teardown(prefix, log=None):
+    """Removes everything named after the prefix: processes in its namespaces (all started by the bed),
+    veths, bridges, namespaces, the state file. Returns what is still there afterwards (should be [])."""
+    nss, links = owned(prefix)
+    pids = [pid for ns in nss for pid in netns_pids(ns)]
+    if pids:
+        _signal_all(pids, signal.SIGTERM)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        _signal_all([p for p in pids if _alive(p)], signal.SIGKILL)
+    # Deleting a veth end deletes its peer; bridges go after their ports, namespaces last.
+    for link in sorted(links, key=lambda l: (l.startswith(prefix + "b"), l)):
+        sh(["ip", "link", "del", link], log, check=False)
+    for ns in nss:
+        sh(["ip", "netns", "del", ns], log, check=False)
+    names.remove_state(prefix)
+    nss, links = owned(prefix)
+    return nss + links
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Bed:
+    def __init__(self, prefix, hosts, nics, rate_bps, rate_of=None, log=None):
+        self.prefix = names.check_prefix(prefix)
+        if not 1 <= hosts <= names.MAX_HOSTS or not 1 <= nics <= names.MAX_NICS:
+            raise BedError(f"hosts must be 1..{names.MAX_HOSTS} and nics 1..{names.MAX_NICS}")
+        self.hosts, self.nics = hosts, nics
+        self.rates = {(h, k): rate_bps for h in range(hosts) for k in range(nics)}
+        for (h, k), bps in (rate_of or {}).items():
+            if (h, k) not in self.rates:
+                raise BedError(f"rate for h{h}.nic{k}: no such NIC in a {hosts}x{nics} bed")
+            self.rates[(h, k)] = bps
+        self.log = log or CommandLog()
+        self.is_up = False
+
+    # ---- lifecycle
+    def clashes(self):
+        """Names this bed would create that already exist (anything owned by the prefix counts)."""
+        nss, links = owned(self.prefix)
+        return nss + links + ([names.state_path(self.prefix)] if names.read_state(self.prefix) else [])
+
+    def up(self):
+        clash = self.clashes()
+        if clash:
+            raise BedError(f"prefix {self.prefix}: refusing to start, these names already exist: "
+                           f"{', '.join(clash)} (remove them with `testbed.py down --prefix {self.prefix}`)")
+        # State first: from here on a crash leaves a record that `down` can use.
+        names.write_state(self.prefix, {"prefix": self.prefix, "hosts": self.hosts, "nics": self.nics,
+                                        "pid": os.getpid(), "created": time.time()})
+        self.is_up = True
+        run = lambda *a: sh(list(a), self.log)
+        for k in range(self.nics):
+            br = names.bridge(self.prefix, k)
+            run("ip", "link", "add", br, "type", "bridge")
+            run("ip", "link", "set", br, "up")
+        for h in range(self.hosts):
+            ns = names.netns(self.prefix, h)
+            run("ip", "netns", "add", ns)
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+            for k in range(self.nics):
+                outer, inner = names.host_veth(self.prefix, h, k), names.nic(k)
+                run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
+                run("ip", "link", "set", outer, "master", names.bridge(self.prefix, k))
+                run("ip", "link", "set", outer, "up")
+                run("ip", "-n", ns, "addr", "add", f"{names.address(h, k)}/24", "dev", inner)
+                run("ip", "-n", ns, "link", "set", inner, "up")
+                self._shape(h, k, self.rates[(h, k)], "replace")
+
+    def down(self):
+        left = teardown(self.prefix, self.log)
+        self.is_up = False
+        return left
+
+    # ---- changes during a run
+    def _shape(self, h, k, bps, verb, direction="both"):
+        ns = names.netns(self.prefix, h)
+        params = units.tbf_params(bps)
+        if direction in ("both", "egress"):
+            sh(["tc", "-n", ns, "qdisc", verb, "dev", names.nic(k), "root", "tbf", *params], self.log)
+        if direction in ("both", "ingress"):
+            sh(["tc", "qdisc", verb, "dev", names.host_veth(self.prefix, h, k), "root", "tbf", *params],
+               self.log)
+
+    def set_rate(self, h, k, bps, direction="both"):
+        self._shape(h, k, bps, "change", direction)
+        self.rates[(h, k)] = bps
+
+    def shaped_rates(self, h, k):
+        """The rates tc reports now for (egress, ingress) of the NIC, in bits/s: proof a change took."""
+        def rate(argv):
+            for q in json.loads(sh(argv, self.log).stdout or "[]"):
+                if q.get("kind") == "tbf" and q.get("root"):
+                    return int(q["options"]["rate"]) * 8 if "rate" in q["options"] else None
+            return None
+        ns = names.netns(self.prefix, h)
+        return (rate(["tc", "-j", "-n", ns, "qdisc", "show", "dev", names.nic(k)]),
+                rate(["tc", "-j", "qdisc", "show", "dev", names.host_veth(self.prefix, h, k)]))
+
+    def set_link(self, h, k, up):
+        sh(["ip", "-n", names.netns(self.prefix, h), "link", "set", names.nic(k), "up" if up else "down"],
+           self.log)
+
+    # ---- observation
+    def nic_state(self):
+        """{"h0.nic1": {"tx_bytes", "rx_bytes", "operstate"}} read inside every namespace."""
+        state = {}
+        for h in range(self.hosts):
+            out = sh(["ip", "-n", names.netns(self.prefix, h), "-j", "-s", "link", "show"]).stdout
+            by_name = {l["ifname"]: l for l in json.loads(out)}
+            for k in range(self.nics):
+                link = by_name.get(names.nic(k))
+                if link is None:
+                    raise BedError(f"{names.nic(k)} missing in {names.netns(self.prefix, h)}")
+                state[names.nic_label(h, k)] = {"tx_bytes": link["stats64"]["tx"]["bytes"],
+                                                "rx_bytes": link["stats64"]["rx"]["bytes"],
+                                                "operstate": link.get("operstate", "UNKNOWN")}
+        return state
+
+    def operstate(self, h, k):
+        return self.nic_state()[names.nic_label(h, k)]["operstate"]
+
+    def exec_argv(self, h, argv):
+        return ["ip", "netns", "exec", names.netns(self.prefix, h), *argv]
