@@ -16,7 +16,7 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   c->shmDisable = envInt("SHM_DISABLE", 0) != 0;
   c->timeoutMs = static_cast<uint64_t>(std::max<int64_t>(1, envInt("TIMEOUT", 120))) * 1000;
   c->nslots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("NSLOTS", 8), 2, kMaxSlots));
-  int64_t slot = envInt("SLOT_BYTES", 128 * 1024);
+  int64_t slot = envInt("SLOT_BYTES", 512 * 1024);
   c->slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(slot, 4096, 16 << 20) / 64 * 64);
   c->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("TREE_MAX_BYTES", 64 * 1024)));
   c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;

@@ -19,7 +19,7 @@ struct Config {
   bool shmDisable = false;           // PRECCL_SHM_DISABLE: sockets even inside a host
   uint64_t timeoutMs = 120000;       // PRECCL_TIMEOUT (s): no progress for this long is an error
   uint32_t nslots = 8;               // PRECCL_NSLOTS
-  uint32_t slotBytes = 128 * 1024;   // PRECCL_SLOT_BYTES
+  uint32_t slotBytes = 512 * 1024;   // PRECCL_SLOT_BYTES
   Algo algo = Algo::Auto;            // PRECCL_ALGO=ring|tree
   size_t treeMaxBytes = 64 * 1024;   // PRECCL_TREE_MAX_BYTES: Auto uses the tree below this
   PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY

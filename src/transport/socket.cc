@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 namespace preccl {
@@ -34,11 +36,11 @@ std::string SockAddr::str() const {
   char buf[INET6_ADDRSTRLEN] = "?";
   if (ss.ss_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
-    return std::string(buf) + ":" + std::to_string(port());
+    return fmt::format("{}:{}", buf, port());
   }
   if (ss.ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
-    return "[" + std::string(buf) + "]:" + std::to_string(port());
+    return fmt::format("[{}]:{}", buf, port());
   }
   return "?";
 }
