@@ -9,6 +9,7 @@
 #include "core/debug.h"
 #include "core/env.h"
 #include "core/host_id.h"
+#include "core/locality.h"
 #include "core/net_if.h"
 #include "core/unique_id.h"
 #include "transport/auth_accept.h"
@@ -95,7 +96,8 @@ precclResult_t setupShm(precclComm* comm, uint64_t deadline) {
   return precclSuccess;
 }
 
-precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds, uint64_t deadline) {
+precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
+                            const std::vector<std::string>& nicNames, uint64_t deadline) {
   const Topology& t = comm->topo;
   const int me = comm->rank;
   comm->proxy = std::make_unique<Proxy>(comm->bell, [comm](const std::string& msg) {
@@ -167,7 +169,7 @@ precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
   std::string err;
   if (comm->proxy->empty()) {
     comm->proxy.reset();
-  } else if (!comm->proxy->start(&err)) {
+  } else if (!comm->proxy->start(&err, [nics = nicNames] { bindThreadNearNics(nics); })) {
     return PRECCL_ERR(comm, precclSystemError, "rank {}: proxy: {}", me, err);
   }
   return precclSuccess;
@@ -252,10 +254,13 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   comm->vtStats.assign(comm->nVTs, VtCounters{});
 
   res = setupShm(comm, deadline);
-  if (res == precclSuccess) res = setupSockets(comm, listenFds, deadline);
+  std::vector<std::string> nicNames;
+  for (auto& nic : nics) nicNames.push_back(nic.name);
+  if (res == precclSuccess) res = setupSockets(comm, listenFds, nicNames, deadline);
   closeListeners();
   if (res == precclSuccess) res = barrier(comm, deadline);
   if (res != precclSuccess) return res;
+  if (rank == 0) PRECCL_INFO("machine: {}", machineSummary());
   PRECCL_INFO("rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}", rank, nranks,
               comm->topo.nHosts(), nics.size(), nics[0].name, comm->nVTs, comm->nslots, comm->slotBytes,
               shmDisable ? ", shared memory disabled" : "");

@@ -43,7 +43,7 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   socks_.push_back(std::move(s));
 }
 
-bool Proxy::start(std::string* err) {
+bool Proxy::start(std::string* err, std::function<void()> threadInit) {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epfd_ < 0 || efd_ < 0) {
@@ -66,7 +66,10 @@ bool Proxy::start(std::string* err) {
       return false;
     }
   }
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this, init = std::move(threadInit)] {
+    if (init) init();
+    run();
+  });
   return true;
 }
 

@@ -25,7 +25,8 @@ class Proxy {
 
   // Takes ownership of `fd`, allocates the edge's two FIFOs and wires the wakers. Before start() only.
   void add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes);
-  bool start(std::string* err);
+  // `threadInit` runs first on the proxy thread (the core pins it near its NICs).
+  bool start(std::string* err, std::function<void()> threadInit = nullptr);
   // Stops the thread; with drain, first waits (bounded) until every published slot left the process.
   void stop(bool drain);
   bool empty() const { return socks_.empty(); }
