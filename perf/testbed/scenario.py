@@ -121,6 +121,8 @@ class _Table:
 
     def size(self, key, default=None):
         v = self.get(key, "size", default)
+        if v is None:
+            return None
         try:
             return units.parse_size(v)
         except ValueError as e:

@@ -1,6 +1,5 @@
 // Collective and point-to-point API: argument checks (every bad argument is an error code and a message,
 // never a crash), then submit().
-#include <limits>
 
 #include "core/comm.h"
 #include "core/debug.h"
@@ -43,8 +42,10 @@ precclResult_t checkArgs(precclComm* comm, const char* fn, precclDataType_t dtyp
   if (!dtypeValid(static_cast<int>(dtype)))
     return PRECCL_ERR(comm, precclInvalidArgument, "{}: invalid data type {}", fn, static_cast<int>(dtype));
   const size_t esz = dtypeSize(dtype);
-  if (count > std::numeric_limits<size_t>::max() / esz / blocks)
-    return PRECCL_ERR(comm, precclInvalidArgument, "{}: count {} x {} B x {} overflows the address space", fn, count,
+  // No buffer can be larger than the user address space (2^47 on x86-64 Linux; 2^48 leaves margin).
+  constexpr size_t kMaxBytes = size_t{1} << 48;
+  if (count > kMaxBytes / esz / blocks)
+    return PRECCL_ERR(comm, precclInvalidArgument, "{}: count {} x {} B x {} exceeds the address space", fn, count,
                       esz, blocks);
   if (count > 0 && needSend && !sendbuff) return PRECCL_ERR(comm, precclInvalidArgument, "{}: sendbuff is NULL", fn);
   if (count > 0 && needRecv && !recvbuff) return PRECCL_ERR(comm, precclInvalidArgument, "{}: recvbuff is NULL", fn);

@@ -139,7 +139,7 @@ precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm
   if (color < 0 && color != PRECCL_SPLIT_NOCOLOR)
     return PRECCL_ERR(comm, precclInvalidArgument, "CommSplit: color {} must be >= 0 or PRECCL_SPLIT_NOCOLOR", color);
   *newcomm = nullptr;
-  const uint64_t deadline = nowNs() + std::max<uint64_t>(comm->cfg.timeoutMs, 120000) * 1000000ull;
+  const uint64_t deadline = nowNs() + comm->cfg.timeoutMs * 1000000ull;
   // Round 1: everyone's (color, key).
   int32_t ck[2] = {color, key};
   std::vector<uint8_t> all;

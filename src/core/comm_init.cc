@@ -185,7 +185,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   comm->rank = rank;
   comm->nranks = nranks;
   comm->commHash = hashSecret(comm->secret);
-  const uint64_t deadline = nowNs() + std::max<uint64_t>(comm->cfg.timeoutMs, 120000) * kMs;
+  const uint64_t deadline = nowNs() + comm->cfg.timeoutMs * kMs;
 
   if ((flags & kIdRootOnRank0) && rank == 0) {
     SockAddr at = root;

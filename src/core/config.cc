@@ -28,7 +28,11 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   std::string policy = envString("POLICY", "static");
   if (user && user->policy) policy = user->policy;
   if (!policyFromName(policy, &c->policy))
-    return PRECCL_ERR(nullptr, precclInvalidArgument, "unknown policy '{}' (known: static)", policy);
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "unknown policy '{}' (known: static, aimd, preccl)", policy);
+  if (c->policy != PolicyKind::Static)
+    return PRECCL_ERR(nullptr, precclInvalidArgument,
+                      "policy '{}' is implemented in src/policy but not yet fed with telemetry by the data path; "
+                      "only 'static' can run today", policy);
   if (user) {
     if (user->blocking != PRECCL_CONFIG_UNDEF_INT) c->blocking = user->blocking != 0;
     if (user->numVTs != PRECCL_CONFIG_UNDEF_INT) {

@@ -42,9 +42,8 @@ static Allocation allocate(precclComm* comm, const CctArgs& a) {
   req.count = a.count;
   req.elemBytes = dtypeSize(a.dtype);
   req.nVTs = comm->nVTs;
-  switch (comm->cfg.policy) {
-    case PolicyKind::Static: return staticAllocation(req);
-  }
+  // Only the static split is wired to the data path so far: resolveConfig refuses the others until the
+  // per-epoch telemetry exchange feeds them.
   return staticAllocation(req);
 }
 

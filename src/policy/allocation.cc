@@ -42,7 +42,7 @@ Allocation staticAllocation(const AllocRequest& req) {
   const size_t grain = std::max<size_t>(1, req.grainBytes / esz);  // elements per grain
   const size_t bytes = req.count * esz;
   int used = static_cast<int>(std::min<size_t>(n, std::max<size_t>(1, bytes / std::max<size_t>(1, req.minBytesPerVt))));
-  const size_t grains = (req.count + grain - 1) / grain;
+  const size_t grains = req.count / grain + (req.count % grain != 0);
   used = static_cast<int>(std::min<size_t>(used, std::max<size_t>(1, grains)));
   size_t off = 0;
   for (int v = 0; v < n; v++) {
@@ -59,12 +59,22 @@ bool policyFromName(const std::string& name, PolicyKind* out) {
     *out = PolicyKind::Static;
     return true;
   }
+  if (name == "aimd") {
+    *out = PolicyKind::Aimd;
+    return true;
+  }
+  if (name == "preccl") {
+    *out = PolicyKind::Preccl;
+    return true;
+  }
   return false;
 }
 
 const char* policyName(PolicyKind kind) {
   switch (kind) {
     case PolicyKind::Static: return "static";
+    case PolicyKind::Aimd: return "aimd";
+    case PolicyKind::Preccl: return "preccl";
   }
   return "?";
 }

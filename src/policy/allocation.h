@@ -33,7 +33,8 @@ struct AllocRequest {
 // NCCL's equal split: the same number of grains to every used VT.
 Allocation staticAllocation(const AllocRequest& req);
 
-enum class PolicyKind { Static };
+// static: NCCL's equal split; aimd: per-VT AIMD (baseline); preccl: coordinated (src/policy/policy.h).
+enum class PolicyKind { Static, Aimd, Preccl };
 bool policyFromName(const std::string& name, PolicyKind* out);
 const char* policyName(PolicyKind kind);
 

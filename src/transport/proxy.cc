@@ -215,9 +215,11 @@ void Proxy::run() {
     // Announce the sleep, then look once more: a producer that published before seeing the flag is caught
     // here, one that publishes after it writes the eventfd.
     sleeping_.store(1, std::memory_order_seq_cst);
-    bool work = stop_.load();
+    bool work = false;
     for (auto& s : socks_) work = work || actionable(*s);
-    int n = work ? 0 : epoll_wait(epfd_, events, 64, 100);
+    // Always ask epoll, even with work pending: it is the only source of "writable again" after EAGAIN
+    // (a drain at stop depends on it).
+    int n = epoll_wait(epfd_, events, 64, work ? 0 : (stop_.load() ? 10 : 100));
     sleeping_.store(0, std::memory_order_seq_cst);
     for (int i = 0; i < n; i++) {
       auto* s = static_cast<Sock*>(events[i].data.ptr);

@@ -1,0 +1,94 @@
+"""Checks that scenario parsing accepts good files and rejects bad ones with a message naming the file,
+the key and the problem. Needs no root; selftest.py runs it first."""
+import os
+import tempfile
+
+import scenario
+import units
+
+GOOD_RUN = '[run]\nbytes = "1M"\n'
+FLOW = 'action = "flow_start"\nflow = "a"\nhost = 0\nnic = 0\nto = 1\nbytes = "1M"\nseconds = 2\n'
+
+# (scenario text, substrings the error must contain besides the file name); None = must parse.
+CASES = [
+    ('[bed]\nhosts = 2\nnics = 2\n', None),
+    ('[bed]\nhosts = 3\nrate_of = { "h2.nic1" = "25mbit" }\n' + GOOD_RUN
+     + '[[event]]\nat = 1.5\n' + FLOW + '[[event]]\nat = 2\naction = "flow_stop"\nflow = "a"\n', None),
+    ('[bed]\nhosts = 2\nbogus = 1\n', ["[bed]", "unknown key 'bogus'"]),
+    ('[bogus]\nx = 1\n', ["top level", "unknown key 'bogus'"]),
+    ('[bed]\nhosts = "two"\n', ["[bed] key 'hosts'", "want an integer", "'two'"]),
+    ('[bed]\nhosts = 0\n', ["[bed] key 'hosts'", "out of range"]),
+    ('[bed]\nhosts = 99\n', ["[bed] key 'hosts'", "out of range"]),
+    ('[bed]\nnics = true\n', ["[bed] key 'nics'", "want an integer", "boolean"]),
+    ('[bed]\nrate = "fast"\n', ["[bed] key 'rate'", "mbit"]),
+    ('[bed]\nrate = 100\n', ["[bed] key 'rate'", "want a string"]),
+    ('[bed]\nrate_of = { "h5.nic0" = "1mbit" }\n', ["rate_of.h5.nic0", "host 5 out of range"]),
+    ('[bed]\nrate_of = { "nic0" = "1mbit" }\n', ["rate_of.nic0", "not a NIC name"]),
+    ('[bed]\nprefix = "ThisIsTooLong"\n', ["[bed] key 'prefix'"]),
+    ('[run]\ncollective = "allsum"\n', ["[run] key 'collective'", "not one of"]),
+    ('[run]\nbytes = "4X"\n', ["[run] key 'bytes'"]),
+    ('[run]\nmin_bytes = "8M"\nmax_bytes = "4M"\n', ["[run] key 'min_bytes'", "larger than"]),
+    ('[run]\niters = 2.5\n', ["[run] key 'iters'", "want an integer", "float"]),
+    ('[run]\nenv = { PRECCL_RANK = "3" }\n', ["env.PRECCL_RANK", "set by the bed"]),
+    ('[[event]]\nat = -1\naction = "link_down"\nhost = 0\nnic = 0\n',
+     ["[[event]] #1 key 'at'", "negative"]),
+    ('[[event]]\naction = "link_down"\nhost = 0\nnic = 0\n', ["[[event]] #1", "missing required key 'at'"]),
+    ('[[event]]\nat = 1\naction = "explode"\n', ["[[event]] #1 key 'action'", "not one of"]),
+    ('[[event]]\nat = 1\naction = "link_down"\nhost = 2\nnic = 0\n', ["[[event]] #1 key 'host'", "out of range"]),
+    ('[[event]]\nat = 1\naction = "link_up"\nhost = 0\nnic = 2\n', ["[[event]] #1 key 'nic'", "out of range"]),
+    ('[[event]]\nat = 1\naction = "link_up"\nhost = 0\n', ["[[event]] #1", "missing required key 'nic'"]),
+    ('[[event]]\nat = 1\naction = "link_down"\nhost = 0\nnic = 0\nrate = "1mbit"\n',
+     ["[[event]] #1", "unknown key 'rate'"]),
+    ('[[event]]\nat = 1\naction = "rate"\nhost = 0\nnic = 0\n', ["[[event]] #1", "missing required key 'rate'"]),
+    ('[[event]]\nat = 1\naction = "rate"\nhost = 0\nnic = 0\nrate = "1zbit"\n', ["[[event]] #1 key 'rate'"]),
+    ('[[event]]\nat = 1\n' + FLOW.replace('seconds = 2\n', ''), ["[[event]] #1", "missing required key 'seconds'"]),
+    ('[[event]]\nat = 1\n' + FLOW.replace('bytes = "1M"\n', ''), ["[[event]] #1 key 'bytes'", "bounded"]),
+    ('[[event]]\nat = 1\n' + FLOW.replace('to = 1', 'to = 0'), ["[[event]] #1 key 'to'", "itself"]),
+    ('[[event]]\nat = 1\n' + FLOW + '[[event]]\nat = 2\n' + FLOW,
+     ["[[event]] #2 key 'flow'", "already started"]),
+    ('[[event]]\nat = 1\naction = "flow_stop"\nflow = "nope"\n', ["[[event]] #1 key 'flow'", "no flow_start"]),
+    ('[[event]]\nat = 1\nafter = "lunch"\naction = "link_down"\nhost = 0\nnic = 0\n',
+     ["[[event]] #1 key 'after'", "not one of"]),
+    ('event = 3\n', ["key 'event'", "array of tables"]),
+    ('[bed\nhosts = 2\n', ["not valid TOML"]),
+]
+
+
+def run():
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="testbed-parse-") as d:
+        for i, (text, want) in enumerate(CASES):
+            path = os.path.join(d, f"case{i}.toml")
+            with open(path, "w") as f:
+                f.write(text)
+            try:
+                scenario.load(path)
+                if want is not None:
+                    failures.append(f"case {i}: accepted, want an error containing {want}:\n{text}")
+            except scenario.ScenarioError as e:
+                msg = str(e)
+                if want is None:
+                    failures.append(f"case {i}: rejected a good file: {msg}")
+                elif not msg.startswith(path + ":") or not all(w in msg for w in want):
+                    failures.append(f"case {i}: message {msg!r} lacks the file name or one of {want}")
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in sorted(os.listdir(os.path.join(here, "scenarios"))):
+            try:
+                scenario.load(os.path.join(here, "scenarios", name))
+            except scenario.ScenarioError as e:
+                failures.append(f"shipped scenario rejected: {e}")
+    # Units: the arithmetic the bed hands to tc.
+    for text, bps in (("100mbit", 10**8), ("25mbit", 25 * 10**6), ("1gbit", 10**9), ("1.5mbit", 1_500_000),
+                      ("10mbps", 8 * 10**7)):
+        if units.parse_rate(text) != bps:
+            failures.append(f"parse_rate({text!r}) = {units.parse_rate(text)}, want {bps}")
+    for text, n in (("4M", 4 << 20), ("1K", 1024), (12, 12), ("7", 7)):
+        if units.parse_size(text) != n:
+            failures.append(f"parse_size({text!r}) = {units.parse_size(text)}, want {n}")
+    return failures
+
+
+if __name__ == "__main__":
+    fails = run()
+    print("\n".join(fails) or f"parse: {len(CASES)} cases ok")
+    raise SystemExit(1 if fails else 0)

@@ -1,0 +1,129 @@
+#include "policy/model.h"
+
+#include <algorithm>
+
+namespace preccl {
+
+namespace {
+
+using i128 = __int128;
+
+// The lower median: defined for any count, the same on every rank.
+template <typename T>
+T lowerMedian(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
+// Intercepts of the lines through every pair of recent points whose byte counts differ enough; their
+// median is robust to one bad point. Points from a single message size carry no intercept information,
+// so alpha then keeps its previous value.
+void refitAlpha(VtModel& m) {
+  const uint32_t n = std::min<uint32_t>(m.nObs, kAlphaWindow);
+  std::vector<int64_t> icpt;
+  uint64_t minNs = UINT64_MAX;
+  for (uint32_t i = 0; i < n; i++) {
+    minNs = std::min(minNs, m.obsNs[i]);
+    for (uint32_t j = 0; j < n; j++) {
+      const uint64_t bi = m.obsBytes[i], bj = m.obsBytes[j];
+      if (bj < kAlphaSpread * bi) continue;  // also skips i == j
+      const i128 num = static_cast<i128>(m.obsNs[i]) * bj - static_cast<i128>(m.obsNs[j]) * bi;
+      icpt.push_back(static_cast<int64_t>(num / static_cast<i128>(bj - bi)));
+    }
+  }
+  if (icpt.empty()) return;
+  // Latency cannot be negative, nor more than the fastest observed completion.
+  m.alphaNs = std::clamp<int64_t>(lowerMedian(icpt), 0, static_cast<int64_t>(minNs));
+}
+
+void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t epoch) {
+  m.lastBytes = bytes;
+  m.lastNs = ns;
+  m.lastEpoch = epoch;
+  m.obsBytes[m.nObs % kAlphaWindow] = bytes;
+  m.obsNs[m.nObs % kAlphaWindow] = ns;
+  m.nObs++;
+  refitAlpha(m);
+
+  // Per-byte sample with the latency taken out; at least 1 so that a known VT never looks free.
+  const uint64_t bodyNs = ns > static_cast<uint64_t>(m.alphaNs) ? ns - m.alphaNs : 0;
+  const uint64_t s = std::max<uint64_t>(1, static_cast<uint64_t>((static_cast<i128>(bodyNs) << kBetaShift) / bytes));
+  m.sample[m.nSamples % kBetaWindow] = s;
+  m.nSamples++;
+  const uint64_t before = m.betaQ;
+  if (m.nSamples >= static_cast<uint64_t>(kBetaWindow)) {
+    // Median of 3: a single outlier is dropped; a real change wins from its second epoch on.
+    m.betaQ = lowerMedian(std::vector<uint64_t>(m.sample, m.sample + kBetaWindow));
+  } else {
+    m.betaQ = s;  // too few samples for a median: follow the newest
+  }
+  // The path changed (beta moved by more than 1/4): points from before the change would pair with new
+  // ones into nonsense intercepts, so the alpha fit restarts from the points that made the median move.
+  const uint64_t diff = m.betaQ > before ? m.betaQ - before : before - m.betaQ;
+  if (before != 0 && diff > before / kRegimeDiv) {
+    uint64_t b[kBetaWindow - 1], t[kBetaWindow - 1];
+    const uint32_t keep = std::min<uint32_t>(m.nObs, kBetaWindow - 1);
+    for (uint32_t i = 0; i < keep; i++) {
+      const uint32_t src = (m.nObs - keep + i) % kAlphaWindow;
+      b[i] = m.obsBytes[src], t[i] = m.obsNs[src];
+    }
+    for (uint32_t i = 0; i < keep; i++) m.obsBytes[i] = b[i], m.obsNs[i] = t[i];
+    m.nObs = keep;
+    refitAlpha(m);
+  }
+
+  const uint64_t spm = static_cast<uint64_t>((static_cast<i128>(stalls) << 20) / bytes);
+  m.stallsPerMiB = m.nSamples == 1 ? spm : (3 * m.stallsPerMiB + spm) / 4;
+}
+
+}  // namespace
+
+ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t) {
+  ModelState n = s;
+  if (!t.valid()) return n;
+  if (n.version > 0 && t.epoch <= n.epoch) return n;
+  if (n.vt.size() < static_cast<size_t>(t.nVTs)) n.vt.resize(t.nVTs);
+  for (int v = 0; v < t.nVTs; v++) {
+    uint64_t bytes = 0, ns = 0, stalls = 0;
+    for (int r = 0; r < t.nranks; r++) {
+      const VtRecord& rec = t.at(r, v);
+      bytes = std::max(bytes, rec.bytes);
+      ns = std::max(ns, rec.elapsedNs);
+      stalls += rec.stalls;
+    }
+    if (bytes == 0) continue;  // unused this epoch: nothing learned
+    observe(n.vt[v], bytes, ns, stalls, t.epoch);
+  }
+  n.epoch = t.epoch;
+  n.version++;
+  return n;
+}
+
+bool modelParams(const ModelState& s, int vt, int64_t* alphaNs, uint64_t* betaQ) {
+  if (s.known(vt)) {
+    *alphaNs = s.vt[vt].alphaNs;
+    *betaQ = s.vt[vt].betaQ;
+    return true;
+  }
+  std::vector<int64_t> alphas;
+  std::vector<uint64_t> betas;
+  for (int v = 0; v < static_cast<int>(s.vt.size()); v++) {
+    if (!s.known(v)) continue;
+    alphas.push_back(s.vt[v].alphaNs);
+    betas.push_back(s.vt[v].betaQ);
+  }
+  if (betas.empty()) return false;
+  *alphaNs = lowerMedian(alphas);
+  *betaQ = lowerMedian(betas);
+  return true;
+}
+
+uint64_t modelEstimateNs(const ModelState& s, int vt, uint64_t bytes) {
+  int64_t a;
+  uint64_t b;
+  if (!modelParams(s, vt, &a, &b)) return 0;
+  const i128 t = static_cast<i128>(a) + ((static_cast<i128>(b) * bytes) >> kBetaShift);
+  return t > static_cast<i128>(UINT64_MAX) ? UINT64_MAX : static_cast<uint64_t>(t);
+}
+
+}  // namespace preccl

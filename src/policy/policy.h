@@ -1,0 +1,71 @@
+// The allocation policies: static (NCCL's equal split), aimd (each VT on its own: the oscillating
+// baseline) and preccl (coordinated: equalise the modelled completion times). Pure functions of the
+// telemetry, the model and the previous shares; integer arithmetic, so every rank that holds the same
+// telemetry computes the same allocation. The rules and constants are in docs/policy.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "policy/allocation.h"
+#include "policy/model.h"
+#include "policy/telemetry.h"
+
+namespace preccl {
+
+constexpr int kShareShift = 20;  // shares are fixed point, units of 2^-20 of the collective's bytes
+constexpr uint32_t kShareOne = 1u << kShareShift;
+constexpr uint32_t kFloorDiv = 16;  // each live VT keeps >= 1/(16 * live VTs): its model stays fresh
+constexpr uint64_t kAllHealthy = ~0ull;
+
+// What the shares are kept per, besides the size class (derived from the request's bytes).
+struct AllocKey {
+  uint8_t coll = 0;  // the caller's collective id (e.g. static_cast<uint8_t>(Coll::AllReduce))
+  uint8_t algo = 0;  // the caller's algorithm id (ring, tree)
+  // Bytes a VT sends per byte of its range (ring AllReduce: 2(n-1)/n): converts the range to the bytes
+  // the model was fitted on, so that alpha and beta keep their relative weight.
+  uint32_t wireNum = 1, wireDen = 1;
+};
+
+// The shares of one (collective, algorithm, size class), each in units of 2^-20; they sum to kShareOne
+// over the live VTs and are 0 for masked ones (aimd keeps its per-VT weights here, normalised the same way).
+struct ShareSet {
+  std::vector<uint32_t> share;
+  uint64_t modelVersion = 0;  // the model version of the last step
+  // Per VT: a VT given back by the mask stays at the floor (a probe) until telemetry of an epoch from
+  // after its return arrives, i.e. until model.vt[v].lastEpoch >= probeFrom[v]; 0 = not probing.
+  std::vector<uint64_t> probeFrom;
+  uint64_t steps = 0;         // update steps taken (diagnostics)
+};
+
+struct PolicyState {
+  ModelState model;
+  std::map<uint64_t, ShareSet> sets;  // by policyClassKey()
+};
+
+// Size classes are powers of 4 of the request's bytes: messages within 4x of each other share shares.
+int policySizeClass(const AllocRequest& req);
+uint64_t policyClassKey(const AllocKey& key, const AllocRequest& req);
+
+// Folds one epoch's telemetry into the model (no-op for an epoch already folded in).
+void policyObserve(PolicyState& st, const EpochTelemetry& t);
+
+// The allocation for the next CCT. Call once per CCT with the latest complete telemetry (or nullptr).
+// healthMask bit v set = VT v is live; VTs that are masked (or >= 64) get zero elements. With no live
+// VT every range is empty, so the result does not cover a non-zero count: the caller must fail.
+// preccl takes up to kMaxCatchUp model-based steps per call (one per telemetry epoch not yet used by
+// this size class); aimd one; static none and ignores the state.
+constexpr uint64_t kMaxCatchUp = 4;
+Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, const AllocKey& key,
+                  const EpochTelemetry* latest, uint64_t healthMask);
+
+// Shares of a class (nullptr before the class was first decided): for tests, logs and docs.
+const ShareSet* policyShares(const PolicyState& st, const AllocKey& key, const AllocRequest& req);
+
+// Building blocks, exposed for tests. Equal shares over the live VTs.
+std::vector<uint32_t> equalShares(int nVTs, uint64_t healthMask);
+// Shares -> element ranges: grain-aligned (all but the last used VT), covering req.count exactly, using
+// fewer VTs for small messages as staticAllocation does (the live VTs with the largest shares).
+Allocation sharesToAllocation(const AllocRequest& req, const std::vector<uint32_t>& share, uint64_t healthMask);
+
+}  // namespace preccl

@@ -1,0 +1,187 @@
+// Failures: a peer SIGKILLed in the middle of a large AllReduce loop (every survivor's call must fail
+// within PRECCL_TIMEOUT + margin, the async error must be set, CommAbort must return), and strangers
+// connecting to the bootstrap root while ranks start (init must still succeed).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "harness.h"
+#include "reference.h"
+
+using namespace ptest;
+
+namespace {
+
+constexpr double kTimeoutEnv = 5;     // PRECCL_TIMEOUT in these tests
+constexpr double kDetectLimit = 15;   // seconds from the kill to a survivor's error
+
+void killedPeerBody(Rank& r, int victim) {
+  // One checked call first, so a failure below is not an init problem.
+  if (!runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 1031, false, 0, 3})) return;
+  const size_t count = (size_t(16) << 20) / 4;
+  std::vector<float> a(count, 1.0f), b(count, 0.0f);
+  if (r.rank == victim) {
+    // Die at a random-ish point inside the loop, not between calls.
+    std::thread([&r] {
+      usleep(300 * 1000);
+      __atomic_store_n(&r.shared->stamp[0], nowNs(), __ATOMIC_RELEASE);
+      kill(getpid(), SIGKILL);
+    }).detach();
+  }
+  const double end = nowSeconds() + 60;
+  precclResult_t res = precclSuccess;
+  int iters = 0;
+  while (nowSeconds() < end && iters < 100000) {
+    res = precclAllReduce(a.data(), b.data(), count, precclFloat, precclSum, r.comm, nullptr);
+    if (res != precclSuccess) break;
+    ++iters;
+  }
+  if (r.rank == victim) {
+    r.fail("the victim outlived its kill");
+    return;
+  }
+  if (!r.check(res != precclSuccess, "AllReduce kept succeeding for 60 s after the peer was killed")) return;
+  const int64_t killedAt = __atomic_load_n(&r.shared->stamp[0], __ATOMIC_ACQUIRE);
+  const double dt = killedAt ? double(nowNs() - killedAt) * 1e-9 : -1;
+  r.check(killedAt != 0, "AllReduce failed (" + resultName(res) + ") before the peer was killed: " + lastError(r.comm));
+  r.check(dt < kDetectLimit, "the error came " + std::to_string(dt) + " s after the kill (PRECCL_TIMEOUT=5)");
+  r.check(res != precclInProgress, "a blocking AllReduce returned precclInProgress");
+  const char* msg = precclGetLastError(r.comm);
+  r.check(msg && msg[0], "no last-error message after the failed AllReduce");
+  precclResult_t async = precclSuccess;
+  if (r.ok(precclCommGetAsyncError(r.comm, &async), "CommGetAsyncError"))
+    r.check(async != precclSuccess && async != precclInProgress,
+            "CommGetAsyncError reports " + resultName(async) + " after a peer died");
+  // A later call fails quickly too instead of hanging on the dead peer.
+  const double t1 = nowSeconds();
+  precclResult_t again = precclAllReduce(a.data(), b.data(), 1024, precclFloat, precclSum, r.comm, nullptr);
+  r.check(again != precclSuccess, "an AllReduce after the failure succeeded");
+  r.check(nowSeconds() - t1 < kDetectLimit, "an AllReduce after the failure took " + std::to_string(nowSeconds() - t1) + " s");
+  const double t2 = nowSeconds();
+  r.ok(precclCommAbort(r.comm), "CommAbort");
+  r.check(nowSeconds() - t2 < kDetectLimit, "CommAbort took " + std::to_string(nowSeconds() - t2) + " s");
+  r.info("error after " + std::to_string(iters) + " iterations, " + std::to_string(dt) + " s after the kill: " +
+         resultName(res));
+  r.comm = nullptr;  // aborted: the harness must not destroy it
+}
+
+void killedPeer(Transport t, int victim) {
+  GroupOptions opt;
+  opt.env = localEnv(t, 2);
+  opt.env.push_back({"PRECCL_TIMEOUT", std::to_string(int(kTimeoutEnv))});
+  opt.timeoutSec = 90;  // hard limit: the parent kills everything and the test fails
+  GroupResult g = runGroup(3, opt, [victim](Rank& r) { killedPeerBody(r, victim); });
+  reportToCatch(std::string("killed rank ") + std::to_string(victim) + ", " + transportName(t), g,
+                [victim](int rank) { return rank == victim; });
+  CHECK(g.ranks[size_t(victim)].signal == SIGKILL);
+}
+
+// ---- strangers ----
+
+bool decodeRoot(const precclUniqueId& id, sockaddr_storage* ss, socklen_t* len) {
+  uint32_t magic;
+  uint16_t family, port;
+  std::memcpy(&magic, id.internal, 4);
+  std::memcpy(&family, id.internal + 4, 2);
+  std::memcpy(&port, id.internal + 6, 2);
+  if (magic != 0x44495250u) return false;
+  std::memset(ss, 0, sizeof *ss);
+  if (family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(ss);
+    a->sin_family = AF_INET;
+    a->sin_port = port;
+    std::memcpy(&a->sin_addr, id.internal + 8, 4);
+    *len = sizeof *a;
+    return true;
+  }
+  if (family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = port;
+    std::memcpy(&a->sin6_addr, id.internal + 8, 16);
+    *len = sizeof *a;
+    return true;
+  }
+  return false;
+}
+
+// Connects to the root, retrying for a few seconds (rank 0 may still be setting up); -1 on failure.
+int connectRoot(const sockaddr_storage& ss, socklen_t len) {
+  const double end = nowSeconds() + 10;
+  while (nowSeconds() < end) {
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) == 0) return fd;
+    close(fd);
+    usleep(20 * 1000);
+  }
+  return -1;
+}
+
+void strangers(Transport t) {
+  std::vector<int> fds;
+  std::vector<std::string> parentErrors;
+  GroupOptions opt;
+  opt.env = localEnv(t, 2);
+  opt.timeoutSec = 90;
+  opt.gateInit = true;  // ranks 1.. start only after the strangers are in
+  opt.parentDuringRun = [&](Shared* sh) {
+    sockaddr_storage ss;
+    socklen_t len = 0;
+    if (!decodeRoot(sh->id, &ss, &len)) {
+      parentErrors.push_back("cannot decode the root address from the unique id");
+      return;
+    }
+    // 1: 64 garbage bytes. 2: connects and sends nothing (kept open through init). 3: connects and
+    // closes at once. 4: a huge length-like prefix then silence.
+    std::mt19937 rng(99);
+    char junk[64];
+    for (char& c : junk) c = char(rng());
+    int f1 = connectRoot(ss, len);
+    if (f1 < 0) parentErrors.push_back("could not connect to the bootstrap root announced in the unique id");
+    if (f1 >= 0) {
+      if (write(f1, junk, sizeof junk) != ssize_t(sizeof junk)) parentErrors.push_back("write to root failed");
+      fds.push_back(f1);
+    }
+    int f2 = connectRoot(ss, len);
+    if (f2 >= 0) fds.push_back(f2);
+    int f3 = connectRoot(ss, len);
+    if (f3 >= 0) close(f3);
+    int f4 = connectRoot(ss, len);
+    if (f4 >= 0) {
+      const uint8_t big[16] = {0xff, 0xff, 0xff, 0x7f, 0x50, 0x52, 0x49, 0x44, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1};
+      if (write(f4, big, sizeof big) != ssize_t(sizeof big)) parentErrors.push_back("write to root failed");
+      fds.push_back(f4);
+    }
+  };
+  GroupResult g = runGroup(3, opt, [](Rank& r) {
+    runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 1031, false, 0, 11});
+    runCase(r, Case{Coll::AllReduce, precclInt32, kMax, 65537, true, 0, 12});
+    runCase(r, Case{Coll::AllGather, precclUint8, kCopy, 999, false, 0, 13});
+  });
+  for (int fd : fds) close(fd);
+  for (const auto& e : parentErrors) FAIL_CHECK("strangers: " << e);
+  reportToCatch(std::string("strangers at the bootstrap root, ") + transportName(t), g);
+}
+
+}  // namespace
+
+TEST_CASE("killed peer during AllReduce on shared memory", "[failures][shm]") {
+  killedPeer(Transport::Shm, 2);
+  killedPeer(Transport::Shm, 0);  // the rank that hosted the bootstrap root
+}
+TEST_CASE("killed peer during AllReduce on sockets", "[failures][socket]") {
+  killedPeer(Transport::Socket, 2);
+  killedPeer(Transport::Socket, 0);
+}
+TEST_CASE("strangers connecting to the bootstrap root", "[failures]") {
+  strangers(Transport::Socket);
+  strangers(Transport::Shm);
+}

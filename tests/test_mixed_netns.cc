@@ -1,0 +1,282 @@
+// Mixed transports: 2 "hosts" (network namespaces) x 2 ranks x 2 NICs. Each namespace has rail0 and
+// rail1, veth pairs whose root-side ends join one bridge per rail (198.18.<rail>.<host+1>/24). Ranks in
+// one namespace use shared memory, ranks in different namespaces sockets over both rails. Needs root
+// and `ip netns`; skips with a message otherwise. Everything created is deleted (RAII), and checked.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "harness.h"
+#include "reference.h"
+
+using namespace ptest;
+
+namespace {
+
+constexpr int kHosts = 2, kRails = 2, kRanksPerHost = 2;
+
+// Runs a shell command; returns its exit status and appends its output to `out`.
+int sh(const std::string& cmd, std::string* out = nullptr) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[512];
+  std::string text;
+  while (fgets(buf, sizeof buf, p)) text += buf;
+  int st = pclose(p);
+  if (out) *out += text;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Namespaces, bridges and veths named after our pid; removed by the destructor.
+class NetnsBed {
+ public:
+  NetnsBed() : tag_(std::to_string(getpid())) {
+    removeStale();
+    ok_ = build(&error_);
+    if (!ok_) teardown();
+  }
+  ~NetnsBed() { teardown(); }
+
+  // Deletes in reverse order of creation; true when nothing of ours is left.
+  bool teardown() {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) sh(*it);
+    created_.clear();
+    std::string list;
+    sh("ip netns list", &list);
+    std::string links;
+    sh("ip -o link show", &links);
+    return list.find("pcclt" + tag_ + "h") == std::string::npos && links.find("pcclt" + tag_ + "b") == std::string::npos &&
+           links.find("pct" + tag_ + "h") == std::string::npos;
+  }
+
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  std::string ns(int h) const { return "pcclt" + tag_ + "h" + std::to_string(h); }
+  std::string bridge(int r) const { return "pcclt" + tag_ + "b" + std::to_string(r); }
+  std::string veth(int h, int r) const { return "pct" + tag_ + "h" + std::to_string(h) + "r" + std::to_string(r); }
+
+  // Bytes through rail r, summed over hosts, read on the root-side veth ends (sysfs shows the root ns).
+  uint64_t railBytes(int r) const {
+    uint64_t sum = 0;
+    for (int h = 0; h < kHosts; ++h)
+      for (const char* dir : {"tx_bytes", "rx_bytes"}) {
+        std::ifstream f("/sys/class/net/" + veth(h, r) + "/statistics/" + dir);
+        uint64_t v = 0;
+        f >> v;
+        sum += v;
+      }
+    return sum;
+  }
+
+ private:
+  bool build(std::string* log) {
+    for (int r = 0; r < kRails; ++r) {
+      if (sh("ip link add " + bridge(r) + " type bridge", log) != 0) return false;
+      created_.push_back("ip link del " + bridge(r));
+      if (sh("ip link set " + bridge(r) + " up", log) != 0) return false;
+    }
+    for (int h = 0; h < kHosts; ++h) {
+      if (sh("ip netns add " + ns(h), log) != 0) return false;
+      created_.push_back("ip netns del " + ns(h));
+      if (sh("ip -n " + ns(h) + " link set lo up", log) != 0) return false;
+      for (int r = 0; r < kRails; ++r) {
+        const std::string v = veth(h, r), rail = "rail" + std::to_string(r);
+        if (sh("ip link add " + v + " type veth peer name " + rail + " netns " + ns(h), log) != 0) return false;
+        created_.push_back("ip link del " + v);
+        const std::string addr = "198.18." + std::to_string(r) + "." + std::to_string(h + 1) + "/24";
+        if (sh("ip link set " + v + " master " + bridge(r) + " up", log) != 0 ||
+            sh("ip -n " + ns(h) + " addr add " + addr + " dev " + rail, log) != 0 ||
+            sh("ip -n " + ns(h) + " link set " + rail + " up", log) != 0)
+          return false;
+      }
+    }
+    return true;
+  }
+  // Leftovers of an earlier run that was killed before its destructor ran.
+  static void removeStale() {
+    std::string list;
+    sh("ip netns list", &list);
+    std::istringstream in(list);
+    std::string name;
+    while (in >> name) {
+      if (name.rfind("pcclt", 0) != 0) continue;
+      const size_t h = name.find('h', 5);
+      if (h == std::string::npos) continue;
+      const int pid = std::atoi(name.substr(5, h - 5).c_str());
+      if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) {
+        sh("ip netns del " + name);
+        for (int r = 0; r < kRails; ++r) sh("ip link del pcclt" + std::to_string(pid) + "b" + std::to_string(r));
+      }
+    }
+  }
+
+  std::string tag_;
+  std::vector<std::string> created_;
+  bool ok_ = false;
+  std::string error_;
+};
+
+void enterNs(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "setns(%s) failed: %s\n", path.c_str(), strerror(errno));
+    _exit(4);
+  }
+  close(fd);
+}
+
+int hostOf(int rank) { return rank / kRanksPerHost; }
+
+// The bed itself works: a process in host 1 reaches a listener in host 0 over each rail.
+void bedSelfCheck(const NetnsBed& bed) {
+  GroupOptions opt;
+  opt.initComm = false;
+  opt.timeoutSec = 30;
+  opt.beforeInit = [&](int rank) { enterNs(bed.ns(rank)); };
+  GroupResult g = runGroup(2, opt, [](Rank& r) {
+    for (int rail = 0; rail < kRails; ++rail) {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(uint16_t(47000 + rail));
+      a.sin_addr.s_addr = htonl((198u << 24) | (18u << 16) | (uint32_t(rail) << 8) | 1u);
+      if (r.rank == 0) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        int one = 1;
+        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (!r.check(bind(s, (sockaddr*)&a, sizeof a) == 0 && listen(s, 4) == 0, "bed: bind/listen on rail " + std::to_string(rail)))
+          return;
+        r.barrier(10);
+        int c = accept(s, nullptr, nullptr);
+        r.check(c >= 0, "bed: accept on rail " + std::to_string(rail));
+        if (c >= 0) close(c);
+        close(s);
+      } else {
+        r.barrier(10);
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        r.check(connect(s, (sockaddr*)&a, sizeof a) == 0,
+                "bed: host 1 cannot reach 198.18." + std::to_string(rail) + ".1 over the bridge: " + strerror(errno));
+        close(s);
+      }
+    }
+  });
+  reportToCatch("netns bed self-check", g);
+}
+
+void sendRecvRing(Rank& r, size_t count, uint32_t seed) {
+  const int n = r.nranks, next = (r.rank + 1) % n, prev = (r.rank + n - 1) % n;
+  DataSpec mine{precclFloat, kCopy, n, seed + uint32_t(r.rank)}, theirs{precclFloat, kCopy, n, seed + uint32_t(prev)};
+  GuardedBuffer s(count * 4), d(count * 4), want(count * 4);
+  fillInput(mine, r.rank, s.data(), count);
+  d.fill(0xCD);
+  bool ok = r.ok(precclGroupStart(), "GroupStart");
+  ok = r.ok(precclSend(s.data(), count, precclFloat, next, r.comm, nullptr), "Send ring") && ok;
+  ok = r.ok(precclRecv(d.data(), count, precclFloat, prev, r.comm, nullptr), "Recv ring") && ok;
+  ok = r.ok(precclGroupEnd(), "GroupEnd") && ok;
+  if (!ok) return;
+  fillInput(theirs, prev, want.data(), count);
+  compareElements(precclFloat, d.data(), want.data(), count, "netns send/recv ring count=" + std::to_string(count),
+                  [&](const std::string& m) { r.fail(m); });
+  r.check(d.guardDamage().empty(), "netns send/recv ring: " + d.guardDamage());
+}
+
+void mixedBody(Rank& r, bool tree) {
+  const int n = r.nranks;
+  uint32_t seed = 100;
+  const size_t big = (size_t(8) << 20) / 4 + 1;
+  runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 1031, false, 0, seed++});
+  runCase(r, Case{Coll::AllReduce, precclFloat, kSum, big, false, 0, seed++});
+  runCase(r, Case{Coll::AllReduce, precclFloat, kSum, big, true, 0, seed++});
+  for (int op : {kSum, kProd, kMax, kMin, kAvg, kPreMulSum})
+    for (precclDataType_t t : {precclInt32, precclFloat16, precclFloat8e5m2})
+      runCase(r, Case{Coll::AllReduce, t, op, 1031, op % 2 == 0, 0, seed++});
+  for (int root : {0, n - 1}) {
+    runCase(r, Case{Coll::Broadcast, precclUint8, kCopy, 65537, root != 0, root, seed++});
+    runCase(r, Case{Coll::Reduce, precclBfloat16, kSum, 4099, false, root, seed++});
+  }
+  if (!tree) {
+    runCase(r, Case{Coll::AllGather, precclInt32, kCopy, 4099, false, 0, seed++});
+    runCase(r, Case{Coll::AllGather, precclInt32, kCopy, big / 4, true, 0, seed++});
+    runCase(r, Case{Coll::ReduceScatter, precclFloat, kSum, 4099, false, 0, seed++});
+    runCase(r, Case{Coll::ReduceScatter, precclInt64, kMax, 1031, true, 0, seed++});
+    runCase(r, Case{Coll::AlltoAll, precclInt8, kCopy, 4099, false, 0, seed++});
+    runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, big / 4, false, 0, seed++});
+    runCase(r, Case{Coll::Gather, precclFloat64, kCopy, 1031, false, n - 1, seed++});
+    runCase(r, Case{Coll::Scatter, precclUint32, kCopy, 1031, true, 0, seed++});
+    sendRecvRing(r, 7, seed++);
+    sendRecvRing(r, big, seed++);
+  }
+  // The VTs' inter-host edges use both NICs.
+  precclVtStats_t st[64];
+  int nvt = 64;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats")) {
+    bool nic[kRails] = {};
+    for (int v = 0; v < std::min(nvt, 64); ++v)
+      if (st[v].nic >= 0 && st[v].nic < kRails) nic[st[v].nic] = true;
+    r.check(nic[0] && nic[1], "VT stats: the VTs do not use both NICs (rail0 " + std::to_string(nic[0]) + ", rail1 " +
+                                  std::to_string(nic[1]) + ", " + std::to_string(nvt) + " VTs)");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mixed shm + sockets: 2 namespaces x 2 ranks x 2 NICs", "[netns]") {
+  if (geteuid() != 0) {
+    WARN("skipped: the netns test needs root (ip netns, veth, bridges)");
+    SUCCEED();
+    return;
+  }
+  std::string probe;
+  const std::string probeName = "pcclt" + std::to_string(getpid()) + "probe";
+  if (sh("ip netns add " + probeName, &probe) != 0) {
+    WARN("skipped: `ip netns add` failed: " << probe);
+    SUCCEED();
+    return;
+  }
+  sh("ip netns del " + probeName);
+
+  auto bed = std::make_unique<NetnsBed>();
+  INFO("could not build the namespaces: " << bed->error());
+  REQUIRE(bed->ok());
+  bedSelfCheck(*bed);
+
+  for (bool tree : {false, true}) {
+    uint64_t before[kRails], after[kRails];
+    for (int r = 0; r < kRails; ++r) before[r] = bed->railBytes(r);
+    GroupOptions opt;
+    opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"},
+               {"PRECCL_TIMEOUT", "20"},
+               {"PRECCL_CHECK_ALLOC", "1"},
+               {"PRECCL_DEBUG", "WARN"},
+               {"PRECCL_ALGO", tree ? "tree" : "ring"}};
+    opt.timeoutSec = 240;
+    opt.beforeInit = [&](int rank) { enterNs(bed->ns(hostOf(rank))); };
+    GroupResult g = runGroup(kHosts * kRanksPerHost, opt, [&](Rank& r) { mixedBody(r, tree); });
+    for (int r = 0; r < kRails; ++r) after[r] = bed->railBytes(r);
+    reportToCatch(std::string("mixed netns, ") + (tree ? "tree" : "ring"), g);
+    for (int r = 0; r < kRails; ++r) {
+      std::printf("    rail%d carried %llu bytes (%s)\n", r, (unsigned long long)(after[r] - before[r]), tree ? "tree" : "ring");
+      INFO("rail " << r << " carried " << after[r] - before[r] << " bytes (" << (tree ? "tree" : "ring") << ")");
+      CHECK(after[r] - before[r] > (uint64_t(2) << 20));
+    }
+  }
+  CHECK(bed->teardown());
+  bed.reset();
+  std::string list;
+  sh("ip netns list", &list);
+  CHECK(list.find("pcclt" + std::to_string(getpid())) == std::string::npos);
+}
