@@ -96,6 +96,24 @@ void noCommChecks(Rank& r) {
 }
 
 // A garbage id must make CommInitRank fail fast (the magic check), not hang or crash.
+// A communicator that was destroyed is refused like a null one (the library keeps a registry of live
+// communicators and never reads a freed one).
+void destroyedCommChecks(Rank& r) {
+  precclUniqueId id;
+  precclComm_t c = nullptr;
+  if (!r.ok(precclGetUniqueId(&id), "GetUniqueId") || !r.ok(precclCommInitRank(&c, 1, id, 0), "CommInitRank")) return;
+  float buf[4] = {1, 2, 3, 4};
+  if (!r.ok(precclAllReduce(buf, buf, 4, precclFloat, precclSum, c, nullptr), "AllReduce before destroy")) return;
+  r.ok(precclCommDestroy(c), "CommDestroy");
+  int n = 0;
+  expectErr(r, precclAllReduce(buf, buf, 4, precclFloat, precclSum, c, nullptr), precclInvalidArgument, nullptr,
+            "AllReduce(destroyed comm)");
+  expectErr(r, precclCommCount(c, &n), precclInvalidArgument, nullptr, "CommCount(destroyed comm)");
+  expectErr(r, precclSend(buf, 4, precclFloat, 0, c, nullptr), precclInvalidArgument, nullptr, "Send(destroyed comm)");
+  expectErr(r, precclCommDestroy(c), precclInvalidArgument, nullptr, "CommDestroy twice");
+  r.check(buf[0] == 1 && buf[3] == 4, "a refused call wrote into the buffer");
+}
+
 void garbageIdChecks(Rank& r) {
   std::mt19937 rng(12345);
   for (int trial = 0; trial < 4; ++trial) {
@@ -261,6 +279,14 @@ TEST_CASE("argument errors without a communicator", "[errors]") {
   opt.initComm = false;
   opt.timeoutSec = 60;
   reportToCatch("errors without comm", runGroup(1, opt, noCommChecks));
+}
+
+TEST_CASE("destroyed communicator is refused", "[errors]") {
+  GroupOptions opt;
+  opt.env = localEnv(Transport::Shm);
+  opt.initComm = false;
+  opt.timeoutSec = 60;
+  reportToCatch("destroyed comm", runGroup(1, opt, destroyedCommChecks));
 }
 
 TEST_CASE("garbage unique id fails fast", "[errors]") {

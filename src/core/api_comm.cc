@@ -60,6 +60,7 @@ precclResult_t initRank(precclComm** out, int nranks, precclUniqueId id, int ran
   PRECCL_CHECK(resolveConfig(config, &cfg));
   auto* comm = new precclComm();
   comm->cfg = cfg;
+  registerComm(comm);
   *out = comm;
   if (cfg.blocking) {
     precclResult_t r = commInit(comm, nranks, id, rank);
@@ -174,7 +175,7 @@ precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm
 }
 
 precclResult_t precclCommFinalize(precclComm_t comm) {
-  if (comm && comm->magic == kCommMagic && comm->initThread.joinable()) comm->initThread.join();
+  if (isLiveComm(comm) && comm->initThread.joinable()) comm->initThread.join();
   PRECCL_CHECK(checkComm(comm, "CommFinalize"));
   // Work is synchronous per call or owned by a stream the user synchronises; nothing is left in flight
   // inside the communicator except unsent socket slots, which Destroy drains.
@@ -185,7 +186,7 @@ precclResult_t precclCommFinalize(precclComm_t comm) {
 
 precclResult_t precclCommDestroy(precclComm_t comm) {
   if (!comm) return PRECCL_ERR(nullptr, precclInvalidArgument, "CommDestroy: comm is NULL");
-  if (comm->magic != kCommMagic || comm->destroyed)
+  if (!isLiveComm(comm))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "CommDestroy: comm is not a live communicator");
   commFree(comm, false);
   return precclSuccess;
@@ -193,14 +194,14 @@ precclResult_t precclCommDestroy(precclComm_t comm) {
 
 precclResult_t precclCommAbort(precclComm_t comm) {
   if (!comm) return precclSuccess;  // NCCL accepts NULL
-  if (comm->magic != kCommMagic || comm->destroyed)
+  if (!isLiveComm(comm))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "CommAbort: comm is not a live communicator");
   commFree(comm, true);
   return precclSuccess;
 }
 
 precclResult_t precclCommGetAsyncError(precclComm_t comm, precclResult_t* asyncError) {
-  if (!comm || comm->magic != kCommMagic || comm->destroyed)
+  if (!isLiveComm(comm))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "CommGetAsyncError: comm is not a live communicator");
   if (!asyncError) return PRECCL_ERR(comm, precclInvalidArgument, "CommGetAsyncError: asyncError is NULL");
   int st = comm->initState.load();

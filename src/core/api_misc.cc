@@ -30,7 +30,7 @@ const char* precclGetErrorString(precclResult_t result) {
 }
 
 const char* precclGetLastError(precclComm_t comm) {
-  if (comm && (comm->magic != kCommMagic || comm->destroyed)) comm = nullptr;
+  if (!isLiveComm(comm)) comm = nullptr;
   return lastErrorText(comm);
 }
 

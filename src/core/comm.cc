@@ -1,5 +1,8 @@
 #include "core/comm.h"
 
+#include <mutex>
+#include <unordered_set>
+
 #include "core/debug.h"
 
 void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
@@ -14,10 +17,28 @@ void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
 
 namespace preccl {
 
+namespace {
+std::mutex registryMutex;
+std::unordered_set<const precclComm*>& registry() {
+  static auto* live = new std::unordered_set<const precclComm*>();  // never destroyed: safe at exit
+  return *live;
+}
+}  // namespace
+
+void registerComm(precclComm* comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry().insert(comm);
+}
+
+bool isLiveComm(const precclComm* comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  return comm && registry().count(comm) != 0;
+}
+
 precclResult_t checkComm(precclComm* comm, const char* fn) {
   if (!comm) return PRECCL_ERR(nullptr, precclInvalidArgument, "{}: comm is NULL", fn);
-  if (comm->magic != kCommMagic || comm->destroyed)
-    return PRECCL_ERR(nullptr, precclInvalidArgument, "{}: comm is not a live communicator", fn);
+  if (!isLiveComm(comm))
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "{}: comm is not a live communicator (destroyed or never created)", fn);
   int st = comm->initState.load();
   if (st == precclInProgress)
     return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation is still in progress", fn);
@@ -41,8 +62,10 @@ void commFree(precclComm* comm, bool abort) {
   comm->bell = &comm->heapBell;
   comm->shmOwn.reset();
   comm->bootstrap.leave();
-  comm->magic = 0;
-  comm->destroyed = true;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry().erase(comm);
+  }
   delete comm;
 }
 

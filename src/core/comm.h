@@ -36,10 +36,7 @@ struct UserOp {
 
 }  // namespace preccl
 
-constexpr uint32_t kCommMagic = 0x4d4d4f43;  // "COMM"
-
 struct precclComm {
-  uint32_t magic = kCommMagic;
   int rank = -1;
   int nranks = 0;
   uint8_t secret[preccl::kSecretBytes] = {};
@@ -76,12 +73,15 @@ struct precclComm {
   // Nonblocking init.
   std::atomic<int> initState{precclInProgress};
   std::thread initThread;
-  bool destroyed = false;
 
   void raiseAsync(precclResult_t code, const std::string& msg);
 };
 
 namespace preccl {
+// Every communicator the library created and has not destroyed. A destroyed (freed) pointer is found
+// out without reading its memory.
+void registerComm(precclComm* comm);
+bool isLiveComm(const precclComm* comm);
 // A usable communicator pointer (not null, not destroyed, init finished); otherwise an error result.
 precclResult_t checkComm(precclComm* comm, const char* fn);
 precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, int rank);
