@@ -63,6 +63,13 @@ class NetnsBed {
            links.find("pct" + tag_ + "h") == std::string::npos;
   }
 
+  // Shapes NIC r of host h to `rate` (tc tbf) in both directions; the qdiscs go with the links.
+  bool shape(int h, int r, const std::string& rate, std::string* log) {
+    const std::string tbf = " root tbf rate " + rate + " burst 32kb latency 50ms";
+    return sh("ip netns exec " + ns(h) + " tc qdisc replace dev rail" + std::to_string(r) + tbf, log) == 0 &&
+           sh("tc qdisc replace dev " + veth(h, r) + tbf, log) == 0;
+  }
+
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
   std::string ns(int h) const { return "pcclt" + tag_ + "h" + std::to_string(h); }
@@ -279,4 +286,58 @@ TEST_CASE("mixed shm + sockets: 2 namespaces x 2 ranks x 2 NICs", "[netns]") {
   std::string list;
   sh("ip netns list", &list);
   CHECK(list.find("pcclt" + std::to_string(getpid())) == std::string::npos);
+}
+
+// The policy at work on a real shaped NIC: rail1 of host 0 at 40 Mbit/s, rail0 unshaped. With `preccl`
+// the VTs on rail1 end up with a small share of the bytes; with `static` they keep half. Every result is
+// checked and PRECCL_CHECK_ALLOC=1 makes any disagreement between the ranks' allocations fail the run.
+namespace {
+double railShare(Rank& r, int rail) {
+  precclVtStats_t st[64];
+  int nvt = 64;
+  double share = 0;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+    for (int v = 0; v < std::min(nvt, 64); ++v)
+      if (st[v].nic == rail) share += st[v].share;
+  return share;
+}
+}  // namespace
+
+TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
+  if (geteuid() != 0) {
+    WARN("skipped: the netns test needs root (ip netns, veth, bridges, tc)");
+    SUCCEED();
+    return;
+  }
+  std::string probe;
+  const std::string probeName = "pcclt" + std::to_string(getpid()) + "probe";
+  if (sh("ip netns add " + probeName, &probe) != 0) {
+    WARN("skipped: `ip netns add` failed: " << probe);
+    SUCCEED();
+    return;
+  }
+  sh("ip netns del " + probeName);
+  auto bed = std::make_unique<NetnsBed>();
+  std::string log;
+  INFO("could not build or shape the namespaces: " << bed->error() << log);
+  REQUIRE(bed->ok());
+  REQUIRE(bed->shape(0, 1, "40mbit", &log));
+  for (const char* policy : {"static", "preccl"}) {
+    GroupOptions opt;
+    opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", "30"}, {"PRECCL_CHECK_ALLOC", "1"},
+               {"PRECCL_ALGO", "ring"},          {"PRECCL_POLICY", policy}};
+    opt.timeoutSec = 240;
+    opt.beforeInit = [&](int rank) { enterNs(bed->ns(rank)); };
+    const std::string pol = policy;
+    GroupResult g = runGroup(kHosts, opt, [&](Rank& r) {
+      const size_t count = (size_t(2) << 20) / 4;
+      for (int i = 0; i < 8; ++i) runCase(r, Case{Coll::AllReduce, precclFloat, kSum, count, i % 2 == 1, 0, uint32_t(300 + i)});
+      const double slow = railShare(r, 1), fast = railShare(r, 0);
+      r.info(pol + ": share on the shaped rail1 " + std::to_string(slow) + ", on rail0 " + std::to_string(fast));
+      if (pol == "static") r.check(slow > 0.45 && slow < 0.55, "static: rail1 share " + std::to_string(slow) + " is not 1/2");
+      else r.check(slow < 0.25, "preccl: rail1 (40 Mbit/s) still carries " + std::to_string(slow) + " of the bytes");
+    });
+    reportToCatch(std::string("slow NIC, ") + policy, g);
+  }
+  CHECK(bed->teardown());
 }

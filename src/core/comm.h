@@ -14,6 +14,8 @@
 #include "core/topology.h"
 #include "device/reduce.h"
 #include "policy/allocation.h"
+#include "policy/policy.h"
+#include "policy/telemetry.h"
 #include "preccl/preccl.h"
 #include "transport/fifo.h"
 #include "transport/proxy.h"
@@ -61,6 +63,13 @@ struct precclComm {
   std::mutex execMutex;
   uint64_t epoch = 0;  // number of collectives completed
   std::vector<preccl::VtCounters> vtStats;
+  // Telemetry (docs/telemetry.md): this rank's records of its last collective, waiting to ride on the next
+  // one, and the newest epoch whose records every rank holds identically.
+  uint64_t pendingEpoch = ~0ull;
+  std::vector<preccl::VtRecord> pendingRec;
+  preccl::EpochTelemetry tele;
+  bool haveTele = false;
+  preccl::PolicyState policy;
   std::vector<preccl::UserOp> userOps;
   std::mutex opsMutex;
 

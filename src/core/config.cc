@@ -29,10 +29,6 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   if (user && user->policy) policy = user->policy;
   if (!policyFromName(policy, &c->policy))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "unknown policy '{}' (known: static, aimd, preccl)", policy);
-  if (c->policy != PolicyKind::Static)
-    return PRECCL_ERR(nullptr, precclInvalidArgument,
-                      "policy '{}' is implemented in src/policy but not yet fed with telemetry by the data path; "
-                      "only 'static' can run today", policy);
   if (user) {
     if (user->blocking != PRECCL_CONFIG_UNDEF_INT) c->blocking = user->blocking != 0;
     if (user->numVTs != PRECCL_CONFIG_UNDEF_INT) {

@@ -37,14 +37,77 @@ bool useTree(precclComm* comm, const CctArgs& a) {
   return a.coll == Coll::AllReduce && comm->nranks > 2 && a.count * dtypeSize(a.dtype) <= comm->cfg.treeMaxBytes;
 }
 
-static Allocation allocate(precclComm* comm, const CctArgs& a) {
+// Bytes a VT's busiest rank sends per element of its range: converts a range into the bytes the model was
+// fitted on (telemetry records what each rank sent).
+static AllocKey allocKey(precclComm* comm, const CctArgs& a, bool tree) {
+  const uint32_t n = comm->nranks;
+  AllocKey k;
+  k.coll = static_cast<uint8_t>(a.coll);
+  k.algo = tree ? 1 : 0;
+  switch (a.coll) {
+    case Coll::AllReduce:
+      if (tree) k.wireNum = 3;  // an interior node sends up once and down to two children
+      else k.wireNum = 2 * (n - 1), k.wireDen = n;
+      break;
+    case Coll::AllGather:
+    case Coll::ReduceScatter: k.wireNum = n - 1; break;
+    case Coll::Broadcast:
+    case Coll::Reduce: k.wireNum = tree ? 2 : 1; break;
+    default: k.wireNum = n - 1; break;
+  }
+  if (n == 1) k.wireNum = k.wireDen = 1;
+  return k;
+}
+
+static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
   AllocRequest req;
   req.count = a.count;
   req.elemBytes = dtypeSize(a.dtype);
   req.nVTs = comm->nVTs;
-  // Only the static split is wired to the data path so far: resolveConfig refuses the others until the
-  // per-epoch telemetry exchange feeds them.
-  return staticAllocation(req);
+  // The policies shift ranges of the ring and tree families; the point-to-point families stay equal.
+  const bool shifts = a.coll == Coll::AllReduce || a.coll == Coll::AllGather || a.coll == Coll::ReduceScatter ||
+                      a.coll == Coll::Broadcast || a.coll == Coll::Reduce;
+  if (!shifts || comm->cfg.policy == PolicyKind::Static) return staticAllocation(req);
+  return decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, tree), comm->haveTele ? &comm->tele : nullptr,
+                kAllHealthy);
+}
+
+// Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose chunks
+// are all non-empty (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
+// with any bytes on v (up to the root, whose last slots down hold everything). Every rank computes the
+// same answer from the same allocation, so all agree on whether the epoch's telemetry is complete.
+static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t vtCount) {
+  if (comm->nranks == 1) return true;
+  switch (a.coll) {
+    case Coll::AllReduce: return tree ? vtCount > 0 : vtCount >= static_cast<size_t>(comm->nranks);
+    case Coll::AllGather:
+    case Coll::ReduceScatter: return vtCount > 0;
+    default: return false;
+  }
+}
+
+// After a collective: the epoch whose cargo rode on it becomes known everywhere (if it was complete), and
+// this CCT's own records wait for the next collective.
+static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
+  if (plan.teleEpoch != CctPlan::kNoTele) {
+    bool complete = true;
+    for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v].count);
+    if (complete) {
+      comm->tele.reset(plan.teleEpoch, 1, comm->nVTs);  // one row: the maxima over all ranks
+      for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.cargo[v];
+      comm->haveTele = true;
+    }
+  }
+  comm->pendingEpoch = plan.epoch;
+  comm->pendingRec.assign(comm->nVTs, VtRecord{});
+  for (int v = 0; v < comm->nVTs; v++) {
+    const VtCounters& c = comm->vtStats[v];
+    VtRecord& r = comm->pendingRec[v];
+    r.bytes = c.lastBytes;
+    r.elapsedNs = c.lastBytes ? plan.vtDoneNs[v] : 0;
+    r.stalledNs = c.lastStallNs;
+    r.stalls = static_cast<uint32_t>(std::min<uint64_t>(c.lastStalls, UINT32_MAX));
+  }
 }
 
 precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
@@ -67,22 +130,29 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   plan.elemBytes = dtypeSize(a.dtype);
   plan.op = a.op;
   Allocation al;
+  const bool tree = a.coll != Coll::P2P && useTree(comm, a);
+  if (a.coll != Coll::P2P && comm->pendingEpoch != CctPlan::kNoTele) {
+    plan.teleEpoch = comm->pendingEpoch;
+    plan.cargo = comm->pendingRec;
+  }
   if (a.coll == Coll::P2P) {
     std::string why;
     if (!planP2P(comm, a, &plan, &why)) return PRECCL_ERR(comm, precclInvalidUsage, "{}", why);
   } else {
-    al = allocate(comm, a);
+    al = allocate(comm, a, tree);
+    if (!al.coversExactly(a.count))
+      return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
     plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
     plan.checkDigest = comm->cfg.checkAlloc;
     switch (a.coll) {
       case Coll::AllReduce:
-        useTree(comm, a) ? planTreeAllReduce(comm, a, al, &plan) : planRingAllReduce(comm, a, al, &plan);
+        tree ? planTreeAllReduce(comm, a, al, &plan) : planRingAllReduce(comm, a, al, &plan);
         break;
       case Coll::Broadcast:
-        useTree(comm, a) ? planTreeBroadcast(comm, a, al, &plan) : planRingBroadcast(comm, a, al, &plan);
+        tree ? planTreeBroadcast(comm, a, al, &plan) : planRingBroadcast(comm, a, al, &plan);
         break;
       case Coll::Reduce:
-        useTree(comm, a) ? planTreeReduce(comm, a, al, &plan) : planRingReduce(comm, a, al, &plan);
+        tree ? planTreeReduce(comm, a, al, &plan) : planRingReduce(comm, a, al, &plan);
         break;
       case Coll::AllGather: planRingAllGather(comm, a, al, &plan); break;
       case Coll::ReduceScatter: planRingReduceScatter(comm, a, al, &plan); break;
@@ -99,6 +169,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return res;
   }
   if (a.coll != Coll::P2P) {
+    collectTelemetry(comm, a, tree, al, plan);
     comm->epoch++;
     const size_t total = std::max<size_t>(1, al.total());
     for (int v = 0; v < comm->nVTs && v < static_cast<int>(al.vt.size()); v++)

@@ -20,6 +20,7 @@ struct Exec {
   CctPlan& plan;
   std::string err;
   Conn* waitingOn = nullptr;  // the edge the last blocked task waits for (for error messages)
+  uint64_t startNs = nowNs();
 
   bool recvReady(Conn* c) {
     if (c->recvTailSeen > c->recvHead) return true;
@@ -76,6 +77,7 @@ struct Exec {
           return Adv::Error;
         }
         ins[i] = c->recv.slot(c->recvHead);
+        if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }
       void* outs[3];
       int nout = 0;
@@ -91,7 +93,12 @@ struct Exec {
       }
       for (int i = 0; i < s.nsend; i++) {
         Conn* c = s.send[i];
-        c->send.hdr(c->sendTail) = SlotHdr{plan.epoch, static_cast<uint32_t>(piece), plan.digest};
+        SlotHdr& h = c->send.hdr(c->sendTail);
+        h.epoch = plan.epoch;
+        h.bytes = static_cast<uint32_t>(piece);
+        h.digest = plan.digest;
+        h.teleEpoch = plan.teleEpoch;
+        if (plan.teleEpoch != CctPlan::kNoTele) h.tele = plan.cargo[t.vt];
         c->send.ctrl->tail.store(++c->sendTail, std::memory_order_release);
         c->sendConsumer.wake();
       }
@@ -108,6 +115,8 @@ struct Exec {
         t.off = 0;
       }
     }
+    uint64_t& done = plan.vtDoneNs[t.vt];
+    done = std::max(done, nowNs() - startNs);
     return Adv::Moved;
   }
 
@@ -192,6 +201,8 @@ struct Exec {
 
 precclResult_t execute(precclComm* comm, CctPlan& plan) {
   for (auto& s : comm->vtStats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
+  plan.vtDoneNs.assign(comm->nVTs, 0);
+  if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(comm->nVTs);
   Exec e{comm, plan, {}};
   precclResult_t res = e.run();
   for (auto& s : comm->vtStats) {

@@ -4,11 +4,13 @@
 // NCCL's send / recv / recvReduceSend / recvReduceCopySend / recvCopySend are all Steps with different
 // inputs and outputs present.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "device/reduce.h"
+#include "policy/telemetry.h"
 #include "preccl/preccl.h"
 #include "transport/fifo.h"
 
@@ -45,6 +47,21 @@ struct CctPlan {
   size_t elemBytes = 4;
   RedOp op;
   std::vector<Task> tasks;
+  // In-band telemetry of an earlier epoch riding on this CCT's slots (none when teleEpoch == kNoTele):
+  // per VT, the running maximum of every record heard so far; starts as this rank's own record.
+  uint64_t teleEpoch = kNoTele;
+  std::vector<VtRecord> cargo;
+  // Filled by the executor: per VT, ns from the start of execution until its last task finished.
+  std::vector<uint64_t> vtDoneNs;
+  static constexpr uint64_t kNoTele = ~0ull;
 };
+
+// Per-field maximum: idempotent, so a record heard twice on a ring changes nothing.
+inline void maxInto(VtRecord& into, const VtRecord& from) {
+  into.bytes = std::max(into.bytes, from.bytes);
+  into.elapsedNs = std::max(into.elapsedNs, from.elapsedNs);
+  into.stalledNs = std::max(into.stalledNs, from.stalledNs);
+  into.stalls = std::max(into.stalls, from.stalls);
+}
 
 }  // namespace preccl

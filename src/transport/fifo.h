@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "policy/telemetry.h"
 #include "transport/doorbell.h"
 
 namespace preccl {
@@ -17,6 +18,10 @@ struct SlotHdr {
   uint64_t epoch;   // the CCT the bytes belong to
   uint32_t bytes;   // payload length
   uint32_t digest;  // allocation digest (checked when PRECCL_CHECK_ALLOC=1)
+  // In-band telemetry: the sender's running per-field maximum, over the ranks it has heard from, of the
+  // records of epoch `teleEpoch` for this slot's VT (see docs/telemetry.md). ~0 = no cargo.
+  uint64_t teleEpoch;
+  VtRecord tele;
 };
 
 struct alignas(64) FifoCtrl {
