@@ -187,6 +187,7 @@ typedef struct {
   uint64_t lastStalls;
   uint64_t lastStallNs;
   double share;              /* fraction of the last collective's bytes the allocation gave this VT */
+  uint64_t estimateNs;       /* the model's completion-time estimate for lastBytes (0: no model yet) */
 } precclVtStats_t;
 /* Fills up to *n entries; sets *n to the number of VTs. */
 precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, int* n);

@@ -79,11 +79,17 @@ precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, i
   for (int v = 0; v < comm->nVTs && v < want; v++) {
     const VtCounters& c = comm->vtStats[v];
     bool remote = comm->topo.nHosts() > 1 || comm->topo.shmDisabled;
-    stats[v] = precclVtStats_t{v,           remote ? comm->topo.nicFor(comm->rank, v) : -1,
-                               c.bytes,     c.stalls,
-                               c.stallNs,   c.lastBytes,
-                               c.lastStalls, c.lastStallNs,
-                               c.lastShare};
+    precclVtStats_t& s = stats[v];
+    s.vt = v;
+    s.nic = remote ? comm->topo.nicFor(comm->rank, v) : -1;
+    s.bytes = c.bytes;
+    s.stalls = c.stalls;
+    s.stallNs = c.stallNs;
+    s.lastBytes = c.lastBytes;
+    s.lastStalls = c.lastStalls;
+    s.lastStallNs = c.lastStallNs;
+    s.share = c.lastShare;
+    s.estimateNs = modelEstimateNs(comm->policy.model, v, c.lastBytes);
   }
   *n = comm->nVTs;
   return precclSuccess;

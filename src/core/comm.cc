@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/debug.h"
+#include "core/trace.h"
 
 void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
   int expected = precclSuccess;
@@ -62,6 +63,7 @@ void commFree(precclComm* comm, bool abort) {
   comm->bell = &comm->heapBell;
   comm->shmOwn.reset();
   comm->bootstrap.leave();
+  traceClose(comm);
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     registry().erase(comm);

@@ -70,6 +70,7 @@ struct precclComm {
   preccl::EpochTelemetry tele;
   bool haveTele = false;
   preccl::PolicyState policy;
+  int traceFd = -1;  // PRECCL_TRACE
   std::vector<preccl::UserOp> userOps;
   std::mutex opsMutex;
 

@@ -10,6 +10,7 @@
 #include "core/env.h"
 #include "core/host_id.h"
 #include "core/locality.h"
+#include "core/trace.h"
 #include "core/net_if.h"
 #include "core/unique_id.h"
 #include "transport/auth_accept.h"
@@ -260,6 +261,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   closeListeners();
   if (res == precclSuccess) res = barrier(comm, deadline);
   if (res != precclSuccess) return res;
+  traceOpen(comm);
   if (rank == 0) PRECCL_INFO("machine: {}", machineSummary());
   PRECCL_INFO("rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}", rank, nranks,
               comm->topo.nHosts(), nics.size(), nics[0].name, comm->nVTs, comm->nslots, comm->slotBytes,

@@ -8,6 +8,7 @@
 #include "core/debug.h"
 #include "core/group.h"
 #include "core/stream.h"
+#include "core/trace.h"
 #include "device/dtype.h"
 #include "device/executor.h"
 
@@ -170,10 +171,11 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   }
   if (a.coll != Coll::P2P) {
     collectTelemetry(comm, a, tree, al, plan);
-    comm->epoch++;
     const size_t total = std::max<size_t>(1, al.total());
     for (int v = 0; v < comm->nVTs && v < static_cast<int>(al.vt.size()); v++)
       comm->vtStats[v].lastShare = static_cast<double>(al.vt[v].count) / total;
+    traceCct(comm, a, tree, al, plan);
+    comm->epoch++;
   }
   return precclSuccess;
 }

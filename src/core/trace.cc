@@ -1,0 +1,50 @@
+#include "core/trace.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "core/env.h"
+#include "device/dtype.h"
+
+namespace preccl {
+
+void traceOpen(precclComm* comm) {
+  std::string path = envString("TRACE", "");
+  if (path.empty()) return;
+  comm->traceFd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (comm->traceFd < 0) PRECCL_WARN("PRECCL_TRACE={}: cannot open: {}", path, strerror(errno));
+}
+
+void traceClose(precclComm* comm) {
+  if (comm->traceFd >= 0) close(comm->traceFd);
+  comm->traceFd = -1;
+}
+
+void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
+  if (comm->traceFd < 0) return;
+  const size_t esz = dtypeSize(a.dtype);
+  std::string vts;
+  for (int v = 0; v < comm->nVTs; v++) {
+    const VtCounters& c = comm->vtStats[v];
+    const size_t range = v < static_cast<int>(al.vt.size()) ? al.vt[v].count * esz : 0;
+    vts += fmt::format(
+        "{}{{\"vt\":{},\"rangeBytes\":{},\"share\":{:.6f},\"sentBytes\":{},\"stalls\":{},\"stallNs\":{},\"elapsedNs\":{},"
+        "\"estimateNs\":{}}}",
+        v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, plan.vtDoneNs[v],
+        modelEstimateNs(comm->policy.model, v, c.lastBytes));
+  }
+  std::string line = fmt::format(
+      "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
+      "\"telemetryEpoch\":{},\"vts\":[{}]}}\n",
+      comm->rank, plan.epoch, collName(a.coll), tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
+      dtypeName(a.dtype), comm->haveTele ? static_cast<int64_t>(comm->tele.epoch) : -1, vts);
+  ssize_t r = write(comm->traceFd, line.data(), line.size());
+  (void)r;
+}
+
+}  // namespace preccl
