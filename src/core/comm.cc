@@ -9,10 +9,14 @@
 void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
   int expected = precclSuccess;
   if (asyncError.compare_exchange_strong(expected, code)) {
-    std::lock_guard<std::mutex> lock(errMutex);
-    lastError = msg;
+    {
+      std::lock_guard<std::mutex> lock(errMutex);
+      lastError = msg;
+    }
+    PRECCL_WARN("{}", msg);  // the first error; what follows from it is INFO
+  } else {
+    PRECCL_INFO("{}", msg);
   }
-  PRECCL_WARN("{}", msg);
   preccl::bellRing(bell);
 }
 

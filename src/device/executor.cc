@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/comm.h"
@@ -12,6 +14,21 @@
 namespace preccl {
 
 namespace {
+
+// A killed process stays a zombie until its parent reaps it, and kill(pid, 0) still succeeds on a
+// zombie: look at its state too.
+bool processAlive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = fopen(path, "r");
+  if (!f) return true;  // no /proc: rely on kill() and the timeout
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* close = strrchr(buf, ')');  // "pid (comm) S ...": the state follows the last ')'
+  return !(close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
+}
 
 enum class Adv { Moved, Blocked, Error };
 
@@ -139,7 +156,7 @@ struct Exec {
     for (int r = 0; r < comm->nranks; r++) {
       if (!comm->shmPeer.empty() && comm->shmPeer[r]) {
         pid_t pid = comm->shmPeer[r]->header()->pid;
-        if (kill(pid, 0) != 0 && errno == ESRCH) {
+        if (!processAlive(pid)) {
           err = fmt::format("rank {}: rank {} (pid {}) on this host died", comm->rank, r, pid);
           return false;
         }
