@@ -55,6 +55,7 @@ void usage(const char* prog) {
       "  -z <0|1>       1 (default): NULL stream, each call blocks; 0: enqueue on a stream, then sync\n"
       "  --ranks N      start N local ranks as processes (default 4 without a job environment)\n"
       "  --csv FILE     also write one CSV row per size to FILE\n"
+      "  --iter-csv FILE  rank 0 writes one row per timed iteration (its own time, per-VT shares)\n"
       "  -h             this help\n"
       "Job environment (one process per rank): PRECCL_RANK, PRECCL_NRANKS (or OpenMPI's\n"
       "OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE) and PRECCL_ROOT_ADDR=<ip>:<port>.\n",
@@ -123,9 +124,10 @@ const char* typeName(precclDataType_t t) {
 }
 
 int parseArgs(int argc, char** argv, PerfArgs* out) {
-  enum { kOptRanks = 1000, kOptCsv };
+  enum { kOptRanks = 1000, kOptCsv, kOptIterCsv };
   static const option kLong[] = {{"ranks", required_argument, nullptr, kOptRanks},
                                  {"csv", required_argument, nullptr, kOptCsv},
+                                 {"iter-csv", required_argument, nullptr, kOptIterCsv},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   PerfArgs a;
@@ -172,6 +174,7 @@ int parseArgs(int argc, char** argv, PerfArgs* out) {
         a.ranks = int(v);
         break;
       case kOptCsv: a.csv = optarg; break;
+      case kOptIterCsv: a.iterCsv = optarg; break;
       case 'h': usage(argv[0]); return 1;
       default: return -1;  // getopt already printed the reason
     }

@@ -25,6 +25,7 @@ struct PerfArgs {
   bool blocking = true;  // -z 1: NULL stream; -z 0: enqueue on a stream, then synchronize
   int ranks = 0;         // --ranks; 0 = not given
   std::string csv;       // --csv FILE
+  std::string iterCsv;   // --iter-csv FILE: one row per timed iteration (rank 0)
 };
 
 // Parses argv into *out. Returns 0 to run, 1 after printing help (-h), -1 on a bad option (message on

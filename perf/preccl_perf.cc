@@ -1,6 +1,6 @@
 // preccl-perf: nccl-tests-style bandwidth benchmark of PReCCL's collectives, using only the public API.
 // Every rank times n iterations; the printed time is the slowest rank's (max-reduced), and with -c 1 every
-// output element is compared with a locally computed reference.
+// output element is compared with a locally computed reference. --iter-csv adds rank 0's per-iteration view.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "perf_args.h"
 #include "perf_check.h"
 #include "perf_colls.h"
+#include "perf_iters.h"
 #include "perf_launch.h"
 #include "perf_report.h"
 #include "preccl/preccl.h"
@@ -29,6 +30,7 @@ struct Ctx {
   precclStream_t stream = nullptr;
   int rank = 0;
   int nranks = 0;
+  IterCsv* iterCsv = nullptr;  // rank 0 with --iter-csv only
 };
 
 bool ok(const Ctx& c, precclResult_t r, const char* what) {
@@ -79,12 +81,31 @@ bool runCalls(const Ctx& c, const CallArgs& ca, const void* send, void* recv, in
   return true;
 }
 
-bool timeCalls(const Ctx& c, const CallArgs& ca, const void* send, void* recv, double* timeUs) {
+// Where a timed loop's iterations go in --iter-csv.
+struct IterTag {
+  size_t bytes;
+  const char* mode;  // "oop" or "ip"
+  double busFactor;
+};
+
+// With --iter-csv every rank times each call on its own (with a stream: each call is synchronised), and
+// rank 0 writes a row after each one; the per-size result stays the max-reduced total, as without it.
+bool timeCalls(const Ctx& c, const CallArgs& ca, const void* send, void* recv, const IterTag& tag,
+               double* timeUs) {
   if (!runCalls(c, ca, send, recv, c.a.warmup)) return false;
   int64_t sync = 0;  // start together, so no rank's time includes waiting for a late one
   if (!allReduceI64(c, &sync, precclSum)) return false;
   const auto t0 = std::chrono::steady_clock::now();
-  if (!runCalls(c, ca, send, recv, c.a.iters)) return false;
+  if (c.a.iterCsv.empty()) {
+    if (!runCalls(c, ca, send, recv, c.a.iters)) return false;
+  } else {
+    for (int i = 0; i < c.a.iters; i++) {
+      const auto ti = std::chrono::steady_clock::now();
+      if (!runCalls(c, ca, send, recv, 1)) return false;
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - ti).count();
+      if (c.iterCsv) c.iterCsv->write(c.a, tag.bytes, tag.mode, i, us, tag.busFactor);
+    }
+  }
   const auto t1 = std::chrono::steady_clock::now();
   int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
   if (!allReduceI64(c, &ns, precclMax)) return false;
@@ -142,7 +163,7 @@ bool runSize(const Ctx& c, size_t bytes, void* sendAlloc, void* recvAlloc, Row* 
 
   double us = 0;
   if (a.check) fillInput(spec, g, sendAlloc);
-  if (!timeCalls(c, ca, sendAlloc, recvAlloc, &us)) return false;
+  if (!timeCalls(c, ca, sendAlloc, recvAlloc, IterTag{row->bytes, "oop", factor}, &us)) return false;
   finish(&row->oop, us);
   if (a.check && !checkedRun(c, ca, spec, g, false, sendAlloc, recvAlloc, sendAlloc, recvAlloc, &row->oop.wrong))
     return false;
@@ -152,7 +173,7 @@ bool runSize(const Ctx& c, size_t bytes, void* sendAlloc, void* recvAlloc, Row* 
   void* recv = nullptr;
   inPlacePointers(ca, ts, sendAlloc, recvAlloc, &send, &recv);
   if (a.check) fillInput(spec, g, const_cast<void*>(send));
-  if (!timeCalls(c, ca, send, recv, &us)) return false;
+  if (!timeCalls(c, ca, send, recv, IterTag{row->bytes, "ip", factor}, &us)) return false;
   finish(&row->ip, us);
   if (a.check && !checkedRun(c, ca, spec, g, true, sendAlloc, recvAlloc, send, recv, &row->ip.wrong))
     return false;
@@ -172,6 +193,13 @@ bool benchmark(Ctx& c, bool* allRight) {
   if (c.rank == 0 && !a.csv.empty()) {
     csv = std::make_unique<CsvWriter>(a.csv);
     if (!csv->ok()) std::fprintf(stderr, "preccl-perf: cannot write %s\n", a.csv.c_str());
+  }
+
+  std::unique_ptr<IterCsv> iterCsv;
+  if (c.rank == 0 && !a.iterCsv.empty()) {
+    iterCsv = std::make_unique<IterCsv>(a.iterCsv, c.comm);
+    if (!iterCsv->ok()) std::fprintf(stderr, "preccl-perf: cannot write %s\n", a.iterCsv.c_str());
+    c.iterCsv = iterCsv.get();
   }
 
   const size_t ts = preccl::dtypeSize(a.type);

@@ -4,6 +4,7 @@
 // interface is built and successive operations go round-robin over them, as PyTorch's Gloo backend does.
 // Gloo's ring AllReduce only works in place, so "out-of-place" is a copy into the output buffer plus the
 // in-place AllReduce (what a caller of Gloo has to do); "in-place" is the AllReduce alone.
+// --iter-csv FILE: rank 0 writes one row per timed iteration (its own time; see docs/benchmarks.md).
 #include <dirent.h>
 #include <getopt.h>
 #include <signal.h>
@@ -40,6 +41,7 @@ struct Opts {
   int rank = -1, size = -1;  // --rank/--size: this process is one rank of a job
   std::string store;         // FileStore directory
   std::vector<std::string> ifaces{"lo"};
+  std::string iterCsv;       // --iter-csv FILE
 };
 
 bool parseBytes(const char* t, size_t* out) {
@@ -70,12 +72,13 @@ std::vector<std::string> splitComma(const std::string& s) {
 }
 
 bool parseOpts(int argc, char** argv, Opts* o) {
-  enum { kRanks = 1000, kRank, kSize, kStore, kIfaces };
+  enum { kRanks = 1000, kRank, kSize, kStore, kIfaces, kIterCsv };
   static const option kLong[] = {{"ranks", required_argument, nullptr, kRanks},
                                  {"rank", required_argument, nullptr, kRank},
                                  {"size", required_argument, nullptr, kSize},
                                  {"store", required_argument, nullptr, kStore},
                                  {"ifaces", required_argument, nullptr, kIfaces},
+                                 {"iter-csv", required_argument, nullptr, kIterCsv},
                                  {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:h", kLong, nullptr)) != -1) {
@@ -91,6 +94,7 @@ bool parseOpts(int argc, char** argv, Opts* o) {
       case kSize: o->size = std::atoi(optarg); break;
       case kStore: o->store = optarg; break;
       case kIfaces: o->ifaces = splitComma(optarg); if (o->ifaces.empty()) return false; break;
+      case kIterCsv: o->iterCsv = optarg; break;
       default: return false;
     }
   }
@@ -104,13 +108,27 @@ bool parseOpts(int argc, char** argv, Opts* o) {
 void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-c 0|1] [--ifaces lo[,if2...]]\n"
-               "          [--ranks N [--store DIR]] | [--rank R --size S --store DIR]\n",
+               "          [--iter-csv FILE] [--ranks N [--store DIR]] | [--rank R --size S --store DIR]\n",
                prog);
 }
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+const int64_t kProgramStartNs = nowNs();
+
+double unixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// --iter-csv rows: rank 0's own time of each timed call (a reduction per call would disturb the run).
+void iterRow(std::FILE* f, size_t bytes, const char* mode, int iter, int64_t ns, double busFactor) {
+  const double us = double(ns) / 1e3, algbw = us > 0 ? double(bytes) / 1e3 / us : 0.0;
+  std::fprintf(f, "allreduce,%s,%zu,%d,%.6f,%.6f,%.3f,%.9f,%.9f\n", mode, bytes, iter,
+               double(nowNs() - kProgramStartNs) / 1e9, unixSeconds(), us, algbw, algbw * busFactor);
+  std::fflush(f);
 }
 
 // Small integers: the float sum is exact in any order.
@@ -156,6 +174,12 @@ int runRank(const Opts& o, int rank, int nranks) {
     ctx->connectFullMesh(prefix, dev);
     ctxs.push_back(ctx);
   }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> iterFile(nullptr, std::fclose);
+  if (rank == 0 && !o.iterCsv.empty()) {
+    iterFile.reset(std::fopen(o.iterCsv.c_str(), "w"));
+    if (!iterFile) std::fprintf(stderr, "perf-gloo-allreduce: cannot write %s\n", o.iterCsv.c_str());
+    else std::fprintf(iterFile.get(), "collective,mode,bytes,iter,t_s,unix_s,time_us,algbw,busbw\n");
+  }
   const size_t maxN = o.maxBytes / sizeof(float);
   std::vector<float> send(maxN ? maxN : 1, 0.0f), recv(maxN ? maxN : 1, 0.0f);
   if (rank == 0) {
@@ -195,7 +219,11 @@ int runRank(const Opts& o, int rank, int nranks) {
       int64_t sync = 0;
       allReduceI64(ctxs[0], &sync, gloo::ReductionFunction<int64_t>::sum);
       const int64_t t0 = nowNs();
-      for (int i = 0; i < o.iters; i++) once(ip);
+      for (int i = 0; i < o.iters; i++) {
+        const int64_t ti = nowNs();
+        once(ip);
+        if (iterFile) iterRow(iterFile.get(), n * sizeof(float), ip ? "ip" : "oop", i, nowNs() - ti, factor);
+      }
       int64_t ns = nowNs() - t0;
       allReduceI64(ctxs[0], &ns, gloo::ReductionFunction<int64_t>::max);
       us[ip] = double(ns) / 1e3 / o.iters;

@@ -1,7 +1,9 @@
 /* perf-mpi-allreduce: MPI_Allreduce (float, sum) measured and printed like preccl-perf / nccl-tests, as the
  * OpenMPI reference point of perf/compare_allreduce.sh. Out-of-place uses two buffers, in-place
- * MPI_IN_PLACE. Every result element is checked. Options: -b -e -f -n -w -c (as preccl-perf). */
+ * MPI_IN_PLACE. Every result element is checked. Options: -b -e -f -n -w -c (as preccl-perf), and
+ * --iter-csv FILE: rank 0 writes one row per timed iteration (its own time; see docs/benchmarks.md). */
 #include <errno.h>
+#include <getopt.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 typedef struct {
   size_t minBytes, maxBytes, factor;
   int iters, warmup, check;
+  const char* iterCsv; /* NULL: no per-iteration rows */
 } Opts;
 
 static int parseBytes(const char* t, size_t* out) {
@@ -32,8 +35,10 @@ static int parseBytes(const char* t, size_t* out) {
 
 static int parseOpts(int argc, char** argv, Opts* o) {
   o->minBytes = 8, o->maxBytes = (size_t)64 << 20, o->factor = 2, o->iters = 20, o->warmup = 5, o->check = 1;
+  o->iterCsv = NULL;
+  static const struct option kLong[] = {{"iter-csv", required_argument, NULL, 1000}, {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt(argc, argv, "b:e:f:n:w:c:h")) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:h", kLong, NULL)) != -1) {
     switch (c) {
       case 'b': if (!parseBytes(optarg, &o->minBytes)) return 0; break;
       case 'e': if (!parseBytes(optarg, &o->maxBytes)) return 0; break;
@@ -41,6 +46,7 @@ static int parseOpts(int argc, char** argv, Opts* o) {
       case 'n': o->iters = atoi(optarg); if (o->iters < 1) return 0; break;
       case 'w': o->warmup = atoi(optarg); if (o->warmup < 0) return 0; break;
       case 'c': o->check = atoi(optarg) != 0; break;
+      case 1000: o->iterCsv = optarg; break;
       default: return 0;
     }
   }
@@ -70,12 +76,33 @@ static long long countWrong(const float* buf, size_t n, int nranks) {
   return wrong;
 }
 
+static double unixSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* --iter-csv: rank 0's own time of each timed call (an extra reduction per call would disturb the run). */
+static FILE* iterFile;
+static int64_t programStartNs;
+
+static void iterRow(size_t bytes, const char* mode, int iter, int64_t ns, double busFactor) {
+  double us = (double)ns / 1e3, algbw = us > 0 ? (double)bytes / 1e3 / us : 0.0;
+  fprintf(iterFile, "allreduce,%s,%zu,%d,%.6f,%.6f,%.3f,%.9f,%.9f\n", mode, bytes, iter,
+          (double)(nowNs() - programStartNs) / 1e9, unixSeconds(), us, algbw, algbw * busFactor);
+  fflush(iterFile);
+}
+
 /* Times iters calls after warmup; returns the slowest rank's time per call in microseconds. */
-static double timeCalls(const Opts* o, const void* send, float* recv, size_t n) {
+static double timeCalls(const Opts* o, const void* send, float* recv, size_t n, const char* mode, double busFactor) {
   for (int i = 0; i < o->warmup; i++) MPI_Allreduce(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   int64_t t0 = nowNs();
-  for (int i = 0; i < o->iters; i++) MPI_Allreduce(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < o->iters; i++) {
+    int64_t ti = nowNs();
+    MPI_Allreduce(send, recv, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (iterFile) iterRow(n * sizeof(float), mode, i, nowNs() - ti, busFactor);
+  }
   int64_t ns = nowNs() - t0, maxNs = 0;
   MPI_Allreduce(&ns, &maxNs, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   return (double)maxNs / 1e3 / o->iters;
@@ -89,15 +116,23 @@ static void printMeasure(double us, double algbw, double busbw, long long wrong,
 }
 
 int main(int argc, char** argv) {
+  programStartNs = nowNs();
   MPI_Init(&argc, &argv);
   int rank, nranks;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   Opts o;
   if (!parseOpts(argc, argv, &o)) {
-    if (rank == 0) fprintf(stderr, "usage: %s [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-c 0|1]\n", argv[0]);
+    if (rank == 0)
+      fprintf(stderr, "usage: %s [-b min] [-e max] [-f factor] [-n iters] [-w warmup] [-c 0|1] [--iter-csv FILE]\n",
+              argv[0]);
     MPI_Finalize();
     return 2;
+  }
+  if (rank == 0 && o.iterCsv) {
+    iterFile = fopen(o.iterCsv, "w");
+    if (!iterFile) fprintf(stderr, "perf-mpi-allreduce: cannot write %s: %s\n", o.iterCsv, strerror(errno));
+    else fprintf(iterFile, "collective,mode,bytes,iter,t_s,unix_s,time_us,algbw,busbw\n");
   }
   size_t maxN = o.maxBytes / sizeof(float);
   float* send = malloc((maxN ? maxN : 1) * sizeof(float));
@@ -127,7 +162,7 @@ int main(int argc, char** argv) {
     for (int ip = 0; ip < 2; ip++) {
       const void* src = ip ? MPI_IN_PLACE : (const void*)send;
       if (o.check) fill(ip ? recv : send, n, rank);
-      us[ip] = timeCalls(&o, src, recv, n);
+      us[ip] = timeCalls(&o, src, recv, n, ip ? "ip" : "oop", factor);
       if (o.check) {  /* one more call on fresh inputs, output poisoned first */
         if (!ip) memset(recv, 0xA5, n * sizeof(float));
         fill(ip ? recv : send, n, rank);
@@ -157,6 +192,7 @@ int main(int argc, char** argv) {
   }
   free(send);
   free(recv);
+  if (iterFile) fclose(iterFile);
   MPI_Finalize();
   return totalWrong ? 1 : 0;
 }

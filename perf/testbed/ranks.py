@@ -1,8 +1,18 @@
-"""Starts the PReCCL ranks of a run: ranks_per_host processes in every host namespace, joined through
-the environment (PRECCL_RANK / PRECCL_NRANKS / PRECCL_ROOT_ADDR), rank 0 hosting the bootstrap root
-on its rail-0 address."""
+"""Starts the ranks of one system in the bed's namespaces.
+
+- PReCCL (`preccl-<policy>`): ranks_per_host `preccl-perf` processes in every host namespace, joined
+  through the environment (PRECCL_RANK / PRECCL_NRANKS / PRECCL_ROOT_ADDR), rank 0 hosting the bootstrap
+  root on its rail-0 address; PRECCL_POLICY=<policy>.
+- Gloo: `perf-gloo-allreduce --rank r --size n --store DIR --ifaces rail0,rail1,...` in every namespace:
+  one Gloo context per rail (its TCP device binds the rail's address), operations round-robin over them.
+- OpenMPI: one `mpirun` in host 0's namespace (under its own UTS namespace, hostname = the namespace's
+  name); it reaches the other hosts through mpi_rsh_agent.sh (`ip netns exec` + `unshare --uts`). The
+  TCP BTL stripes over every rail subnet; the out-of-band channel stays on rail 0.
+Every system gets --iter-csv (rank 0 writes one row per timed iteration).
+"""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -10,6 +20,8 @@ import time
 import bed_names as names
 
 ROOT_PORT = 29500
+HERE = os.path.dirname(os.path.abspath(__file__))
+RSH_AGENT = os.path.join(HERE, "mpi_rsh_agent.sh")
 
 
 def perf_args(sc):
@@ -17,35 +29,107 @@ def perf_args(sc):
             "-w", str(sc.warmup), "-c", "1" if sc.check else "0", "-d", sc.dtype, "-o", sc.op]
 
 
+def peer_args(sc):
+    """The peers do float-sum AllReduce only: no -t/-d/-o."""
+    return ["-b", str(sc.min_bytes), "-e", str(sc.max_bytes), "-n", str(sc.iters), "-w", str(sc.warmup),
+            "-c", "1" if sc.check else "0"]
+
+
+def system_binary(system, bins):
+    """bins: {"preccl": path, "gloo": path, "openmpi": path}."""
+    return bins.get("preccl" if system.startswith("preccl-") else system)
+
+
+_HELP_CACHE = {}
+
+
+def supports_iter_csv(binary):
+    """An older preccl-perf lacks --iter-csv: the bed then runs without per-iteration rows."""
+    if binary not in _HELP_CACHE:
+        try:
+            p = subprocess.run([binary, "-h"], capture_output=True, text=True, timeout=10)
+            _HELP_CACHE[binary] = "--iter-csv" in p.stdout + p.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            _HELP_CACHE[binary] = False
+    return _HELP_CACHE[binary]
+
+
 class Ranks:
-    def __init__(self, bed, sc, perf_bin, out_dir):
-        self.bed, self.sc, self.perf_bin, self.out_dir = bed, sc, perf_bin, out_dir
+    def __init__(self, bed, sc, perf_bin, out_dir, system="preccl-static", bins=None):
+        self.bed, self.sc, self.out_dir, self.system = bed, sc, out_dir, system
+        self.bins = dict(bins or {})
+        self.bins.setdefault("preccl", perf_bin)
+        self.perf_bin = system_binary(system, self.bins)
         self.nranks = bed.hosts * sc.ranks_per_host
-        self.procs = []      # (rank, host, Popen, stdout path, stderr path)
+        self.procs = []      # (rank, host, Popen, stdout path, stderr path); OpenMPI: one entry, mpirun
         self.timed_out = False
+        self.iter_csv = os.path.join(out_dir, "iter.csv")
+        self.launch_unix = None   # time.time() at the launch: aligns the iteration rows with the events
 
     def env(self, rank):
         env = dict(os.environ)
-        env.update(self.sc.env)
-        env.update({"PRECCL_RANK": str(rank), "PRECCL_NRANKS": str(self.nranks),
-                    "PRECCL_ROOT_ADDR": f"{names.address(0, 0)}:{ROOT_PORT}",
-                    "PRECCL_SOCKET_IFNAME": names.NIC_NAME, "PRECCL_TIMEOUT": str(self.sc.timeout)})
-        env.pop("PRECCL_COMM_ID", None)  # preccl-perf derives it from PRECCL_ROOT_ADDR
+        if self.system.startswith("preccl-"):
+            env.update(self.sc.env)
+            env.update({"PRECCL_RANK": str(rank), "PRECCL_NRANKS": str(self.nranks),
+                        "PRECCL_ROOT_ADDR": f"{names.address(0, 0)}:{ROOT_PORT}",
+                        "PRECCL_SOCKET_IFNAME": names.NIC_NAME, "PRECCL_TIMEOUT": str(self.sc.timeout),
+                        "PRECCL_POLICY": self.system[len("preccl-"):]})
+            env.pop("PRECCL_COMM_ID", None)  # preccl-perf derives it from PRECCL_ROOT_ADDR
         return env
 
-    def command(self):
-        return [self.perf_bin, *perf_args(self.sc)]
+    def command(self, rank=0):
+        """The command of one rank (OpenMPI: the mpirun command line)."""
+        if self.system.startswith("preccl-"):
+            extra = ["--iter-csv", self.iter_csv] if supports_iter_csv(self.perf_bin) else []
+            return [self.perf_bin, *perf_args(self.sc), *extra]
+        if self.system == "gloo":
+            ifaces = ",".join(names.nic(k) for k in range(self.bed.nics))
+            return [self.perf_bin, *peer_args(self.sc), "--rank", str(rank), "--size", str(self.nranks),
+                    "--store", os.path.join(self.out_dir, "gloo-store"), "--ifaces", ifaces,
+                    "--iter-csv", self.iter_csv]
+        if self.system == "openmpi":
+            return self._mpirun()
+        raise ValueError(f"unknown system {self.system!r}")
+
+    def _mpirun(self):
+        hosts = ",".join(f"{names.netns(self.bed.prefix, h)}:{self.sc.ranks_per_host}"
+                         for h in range(self.bed.hosts))
+        rails = ",".join(f"{names.address(0, k).rsplit('.', 1)[0]}.0/24" for k in range(self.bed.nics))
+        oob = f"{names.address(0, 0).rsplit('.', 1)[0]}.0/24"
+        agent = os.path.join(self.out_dir, "mpi_rsh_agent.sh")
+        argv = ["mpirun", "--allow-run-as-root", "-np", str(self.nranks), "--host", hosts,
+                "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
+                "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", rails,
+                "--mca", "oob_tcp_if_include", oob, "--bind-to", "none",
+                # All "hosts" share the machine's cores: a rank that spins while it waits would take
+                # the CPU from the kernel that moves the other ranks' packets.
+                "--mca", "mpi_yield_when_idle", "1",
+                self.perf_bin, *peer_args(self.sc), "--iter-csv", self.iter_csv]
+        # mpirun itself runs in host 0: give it that host's name, so it launches rank 0 locally.
+        ns0 = names.netns(self.bed.prefix, 0)
+        return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', ns0, *argv]
 
     def start(self):
-        for h in range(self.bed.hosts):
-            for g in range(self.sc.ranks_per_host):
-                rank = h * self.sc.ranks_per_host + g
-                out = os.path.join(self.out_dir, f"rank{rank}.out")
-                err = os.path.join(self.out_dir, f"rank{rank}.err")
-                with open(out, "w") as fo, open(err, "w") as fe:
-                    p = subprocess.Popen(self.bed.exec_argv(h, self.command()), stdout=fo, stderr=fe,
-                                         env=self.env(rank), stdin=subprocess.DEVNULL)
-                self.procs.append((rank, h, p, out, err))
+        self.launch_unix = time.time()
+        if self.system == "gloo":  # FileStore keys of an earlier run would be read as addresses
+            store = os.path.join(self.out_dir, "gloo-store")
+            shutil.rmtree(store, ignore_errors=True)
+            os.makedirs(store)
+        if self.system == "openmpi":  # a private, executable copy (the source tree's mode bits may be lost)
+            agent = os.path.join(self.out_dir, "mpi_rsh_agent.sh")
+            shutil.copyfile(RSH_AGENT, agent)
+            os.chmod(agent, 0o755)
+            launches = [(0, 0)]
+        else:
+            launches = [(h * self.sc.ranks_per_host + g, h) for h in range(self.bed.hosts)
+                        for g in range(self.sc.ranks_per_host)]
+        for rank, h in launches:
+            out = os.path.join(self.out_dir, f"rank{rank}.out" if self.system != "openmpi" else "mpirun.out")
+            err = os.path.join(self.out_dir, f"rank{rank}.err" if self.system != "openmpi" else "mpirun.err")
+            with open(out, "w") as fo, open(err, "w") as fe:
+                p = subprocess.Popen(self.bed.exec_argv(h, self.command(rank)), stdout=fo, stderr=fe,
+                                     env=self.env(rank), stdin=subprocess.DEVNULL)
+            self.procs.append((rank, h, p, out, err))
 
     def wait(self, timeout):
         """Waits for every rank, at most `timeout` seconds; once one rank failed the others get the
@@ -80,7 +164,22 @@ class Ranks:
         perf = parse_perf(rank0)
         ok = (bool(self.procs) and not self.timed_out and all(r["exit"] == 0 for r in ranks)
               and perf["rows"] != [] and (not self.sc.check or perf["status"] == "OK"))
-        return {"ok": ok, "timed_out": self.timed_out, "ranks": ranks, "perf": perf}
+        return {"ok": ok, "timed_out": self.timed_out, "ranks": ranks, "perf": perf,
+                "errors": self._error_lines()}
+
+    def _error_lines(self, per_rank=3):
+        """The last lines of every failed rank's stderr: why a run failed, in result.json."""
+        out = []
+        for r, _, p, _, e in self.procs:
+            if p.returncode in (0, None):
+                continue
+            try:
+                lines = [l.strip() for l in open(e, errors="replace").read().splitlines() if l.strip()]
+            except OSError:
+                lines = []
+            status = f"exit {p.returncode}" if p.returncode >= 0 else f"killed by signal {-p.returncode}"
+            out.append(f"rank {r}: {status}" + "".join(f" | {l[:300]}" for l in lines[-per_rank:]))
+        return out
 
 
 _ROW_NUM = re.compile(r"^-?\d+(\.\d+)?$")

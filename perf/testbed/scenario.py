@@ -15,6 +15,10 @@ ACTIONS = ("rate", "flow_start", "flow_stop", "link_down", "link_up")
 MAX_EVENT_AT = 3600.0
 MAX_FLOW_SECONDS = 600.0
 MAX_FLOW_BYTES = 1 << 34
+# Systems a scenario can compare: PReCCL with a policy (PRECCL_POLICY=<name>), and the peers.
+PEER_SYSTEMS = ("openmpi", "gloo")        # AllReduce only
+DEFAULT_SYSTEMS = ("preccl-static", "openmpi", "gloo")
+SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*$")
 
 
 class ScenarioError(ValueError):
@@ -59,6 +63,8 @@ class Scenario:
     tail: float = 0.5
     env: dict = field(default_factory=dict)
     events: list = field(default_factory=list)
+    collectives: list = field(default_factory=lambda: ["allreduce"])   # run one after the other
+    systems: list = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
 
 
 class _Table:
@@ -84,10 +90,12 @@ class _Table:
               "str": lambda v: isinstance(v, str),
               "bool": lambda v: isinstance(v, bool),
               "size": lambda v: isinstance(v, (int, str)) and not isinstance(v, bool),
-              "table": lambda v: isinstance(v, dict)}[kind](value)
+              "table": lambda v: isinstance(v, dict),
+              "list": lambda v: isinstance(v, list)}[kind](value)
         if not ok:
             want = {"int": "an integer", "number": "a number", "str": "a string", "bool": "true or false",
-                    "size": "an integer or a string like \"4M\"", "table": "a table"}[kind]
+                    "size": "an integer or a string like \"4M\"", "table": "a table",
+                    "list": "an array"}[kind]
             self.fail(key, f"want {want}, got {_tname(value)} {value!r}")
         return value
 
@@ -206,6 +214,14 @@ def _parse_label(sc, t, key, label):
 
 def _parse_run(sc, t):
     sc.collective = t.choice("collective", COLLECTIVES, sc.collective)
+    sc.collectives = _str_list(t, "collectives", [sc.collective], lambda v: v in COLLECTIVES,
+                               f"one of {', '.join(COLLECTIVES)}")
+    if "collective" in t.data and "collectives" in t.data:
+        t.fail("collectives", "give either collective or collectives, not both")
+    sc.collective = sc.collectives[0]
+    sc.systems = _str_list(t, "systems", list(DEFAULT_SYSTEMS),
+                           lambda v: v in PEER_SYSTEMS or SYSTEM_RE.match(v) is not None,
+                           f"{', '.join(PEER_SYSTEMS)} or preccl-<policy> (e.g. preccl-static)")
     size = t.size("bytes", None)
     sc.min_bytes = t.size("min_bytes", size if size is not None else sc.min_bytes)
     sc.max_bytes = t.size("max_bytes", size if size is not None else sc.max_bytes)
@@ -232,6 +248,19 @@ def _parse_run(sc, t):
             t.fail(f"env.{k}", "is set by the bed")
     sc.env = dict(env)
     t.done()
+
+
+def _str_list(t, key, default, valid, want):
+    """A non-empty array of distinct strings, each accepted by `valid`."""
+    v = t.get(key, "list", default)
+    if not v:
+        t.fail(key, "want a non-empty array")
+    for x in v:
+        if not isinstance(x, str) or not valid(x):
+            t.fail(key, f"{x!r}: want {want}")
+    if len(set(v)) != len(v):
+        t.fail(key, f"{v!r} names an entry twice")
+    return list(v)
 
 
 def _parse_event(sc, i, t):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The bed's CI test (ctest `testbed`).
 
-1. Scenario parsing (no root needed): good files pass, bad ones fail naming file, key and problem.
+1. Scenario parsing (no root needed): good files pass, bad ones fail naming file, key and problem; every
+   shipped scenario (perf/testbed/scenarios, perf/scenarios) parses; the capacity-limit arithmetic.
 2. As root, with network namespaces available (else: "skipped: <reason>", exit 0):
    - `up` twice with one prefix: the second refuses; `down` removes everything.
    - `run` of scenarios/selftest_2x2.toml: 2 hosts x 2 NICs, checked AllReduce passes, every NIC of every
@@ -27,6 +28,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
 sys.path.insert(0, HERE)
 
 import bed_names as names  # noqa: E402
+import selftest_capacity  # noqa: E402
 import selftest_parse  # noqa: E402
 from bed_net import owned  # noqa: E402
 
@@ -132,7 +134,7 @@ def test_interrupt(c, perf, out):
     os.makedirs(out, exist_ok=True)
     scen = os.path.join(out, "interrupt.toml")
     with open(scen, "w") as f:  # long enough to be interrupted: ~100 s of AllReduce and a 30 s flow
-        f.write('[bed]\nhosts = 2\nnics = 1\nrate = "10mbit"\n[run]\nbytes = "4M"\niters = 100\n'
+        f.write('[bed]\nhosts = 2\nnics = 1\nrate = "10mbit"\n[run]\nbytes = "4M"\niters = 100\nsystems = [\"preccl-static\"]\n'
                 '[[event]]\nat = 0\naction = "flow_start"\nflow = "bg"\nhost = 1\nnic = 0\nto = 0\n'
                 'bytes = "1G"\nseconds = 30\n')
     p = subprocess.Popen(TESTBED + ["run", "--scenario", scen, "--perf", perf, "--out", out,
@@ -173,6 +175,8 @@ def main():
     c = Checks()
     fails = selftest_parse.run()
     c.expect(not fails, f"scenario parsing: {len(selftest_parse.CASES)} cases" + "".join("\n    " + f for f in fails))
+    fails = selftest_capacity.run()
+    c.expect(not fails, "capacity limit arithmetic" + "".join("\n    " + f for f in fails))
     why = netns_possible()
     if why:
         print(f"skipped: {why} (the bed's network tests need root and network namespaces)")

@@ -49,9 +49,24 @@ CASES = [
     ('[[event]]\nat = 1\naction = "flow_stop"\nflow = "nope"\n', ["[[event]] #1 key 'flow'", "no flow_start"]),
     ('[[event]]\nat = 1\nafter = "lunch"\naction = "link_down"\nhost = 0\nnic = 0\n',
      ["[[event]] #1 key 'after'", "not one of"]),
+    ('[run]\ncollectives = ["allreduce", "alltoall"]\nsystems = ["preccl-static", "gloo", "preccl-aimd"]\n', None),
+    ('[run]\ncollectives = ["allreduce", "allsum"]\n', ["[run] key 'collectives'", "'allsum'", "one of"]),
+    ('[run]\ncollective = "allreduce"\ncollectives = ["allreduce"]\n', ["[run] key 'collectives'", "not both"]),
+    ('[run]\ncollectives = []\n', ["[run] key 'collectives'", "non-empty"]),
+    ('[run]\nsystems = "gloo"\n', ["[run] key 'systems'", "want an array"]),
+    ('[run]\nsystems = ["nccl"]\n', ["[run] key 'systems'", "'nccl'", "preccl-<policy>"]),
+    ('[run]\nsystems = ["gloo", "gloo"]\n', ["[run] key 'systems'", "twice"]),
     ('event = 3\n', ["key 'event'", "array of tables"]),
     ('[bed\nhosts = 2\n', ["not valid TOML"]),
 ]
+
+
+def shipped_scenarios():
+    """The bed's own (perf/testbed/scenarios) and the standard scenarios (perf/scenarios)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.join(here, "scenarios"), os.path.join(os.path.dirname(here), "scenarios")]
+    return [os.path.join(d, n) for d in dirs if os.path.isdir(d) for n in sorted(os.listdir(d))
+            if n.endswith(".toml")]
 
 
 def run():
@@ -71,10 +86,9 @@ def run():
                     failures.append(f"case {i}: rejected a good file: {msg}")
                 elif not msg.startswith(path + ":") or not all(w in msg for w in want):
                     failures.append(f"case {i}: message {msg!r} lacks the file name or one of {want}")
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in sorted(os.listdir(os.path.join(here, "scenarios"))):
+        for path in shipped_scenarios():
             try:
-                scenario.load(os.path.join(here, "scenarios", name))
+                scenario.load(path)
             except scenario.ScenarioError as e:
                 failures.append(f"shipped scenario rejected: {e}")
     # Units: the arithmetic the bed hands to tc.

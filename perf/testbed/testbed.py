@@ -3,7 +3,9 @@
 
   testbed.py up --hosts 2 --nics 2 --rate 100mbit [--rate-of h1.nic0=25mbit] [--prefix P]
   testbed.py down --prefix P [--force]
-  testbed.py run --scenario FILE.toml [--build DIR | --perf BIN] [--out DIR] [--prefix P]
+  testbed.py run --scenario FILE.toml [--build DIR | --perf BIN] [--mpi BIN] [--gloo BIN]
+                 [--collectives a,b] [--systems x,y] [--out DIR] [--prefix P]
+  testbed.py report OUT_DIR
   testbed.py check-scenario FILE.toml...
 """
 import argparse
@@ -81,6 +83,15 @@ def cmd_run(a):
         sc = scenario.load(a.scenario)
     except scenario.ScenarioError as e:
         sys.exit(f"testbed: {e}")
+    for key in ("collectives", "systems"):  # command-line overrides, checked like the file's keys
+        value = getattr(a, key)
+        if value is not None:
+            t = scenario._Table(f"--{key}", "option", {key: [x for x in value.split(",") if x]})
+            try:
+                setattr(sc, key, scenario._str_list(t, key, None, *_CHECKS[key]))
+            except scenario.ScenarioError as e:
+                sys.exit(f"testbed: {e}")
+    sc.collective = sc.collectives[0]
     _need_root()
     build = a.build or os.environ.get("PRECCL_BUILD") or os.path.join(REPO, "build")
     perf = a.perf or os.path.join(build, "perf", "preccl-perf")
@@ -89,8 +100,43 @@ def cmd_run(a):
                  f"&& cmake --build {build} -j2 --target preccl-perf")
     prefix = a.prefix or sc.prefix or names.new_prefix()
     out = a.out or os.path.join("/tmp/preccl-testbed", f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}")
-    r = run_scenario.run(sc, os.path.abspath(perf), out, prefix)
+    bins = {"preccl": os.path.abspath(perf)}
+    peer_dir = os.path.dirname(bins["preccl"])  # the peers are built next to preccl-perf
+    bins["openmpi"] = os.path.abspath(a.mpi or os.path.join(peer_dir, "perf-mpi-allreduce"))
+    bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo-allreduce"))
+    r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins)
     sys.exit(0 if r["passed"] else 1)
+
+
+_CHECKS = {"collectives": (lambda v: v in scenario.COLLECTIVES, "a collective"),
+           "systems": (lambda v: v in scenario.PEER_SYSTEMS or scenario.SYSTEM_RE.match(v) is not None,
+                       "openmpi, gloo or preccl-<policy>")}
+
+
+def cmd_report(a):
+    """Rewrites results.csv, timeline.csv, vt_share.csv and plot.svg of a finished run from its
+    result.json and leg directories (after a change to the formulas or the plot)."""
+    import json
+    import leg_results
+    import svg_plot
+    path = os.path.join(a.out, "result.json")
+    try:
+        r = json.load(open(path))
+    except (OSError, ValueError) as e:
+        sys.exit(f"testbed: {path}: {e}")
+    b = r["bed"]
+    sc = scenario.Scenario(path=r["scenario"], hosts=b["hosts"], nics=b["nics"], ranks_per_host=b["ranks_per_host"])
+    rates = {tuple(int(x) for x in label[1:].split(".nic")): units.parse_rate(v) for label, v in b["rates"].items()}
+    for leg in r["legs"]:
+        if leg.get("iter_csv"):  # the run directory may have moved
+            leg["iter_csv"] = os.path.join(a.out, leg["dir"], "iter.csv")
+        if "launch_unix" in leg or "perf" in leg:
+            leg_results.leg_numbers(leg, sc, rates)
+    r["results"] = leg_results.write_outputs(a.out, r["legs"])
+    svg_plot.write(os.path.join(a.out, "plot.svg"), os.path.basename(r["scenario"]), r["legs"])
+    with open(path, "w") as f:
+        json.dump(r, f, indent=1)
+    print(open(os.path.join(a.out, "results.csv")).read().rstrip())
 
 
 def cmd_check(a):
@@ -99,7 +145,7 @@ def cmd_check(a):
         try:
             sc = scenario.load(path)
             print(f"{path}: ok ({sc.hosts} hosts x {sc.nics} NICs, {sc.ranks_per_host} ranks/host, "
-                  f"{len(sc.events)} events)")
+                  f"{len(sc.events)} events; {', '.join(sc.collectives)} x {', '.join(sc.systems)})")
         except scenario.ScenarioError as e:
             print(f"testbed: {e}", file=sys.stderr)
             bad += 1
@@ -124,9 +170,16 @@ def main():
     p.add_argument("--scenario", required=True)
     p.add_argument("--build", help="build directory holding perf/preccl-perf (default $PRECCL_BUILD or ./build)")
     p.add_argument("--perf", help="the preccl-perf binary itself (overrides --build)")
+    p.add_argument("--mpi", help="perf-mpi-allreduce (default: next to preccl-perf)")
+    p.add_argument("--gloo", help="perf-gloo-allreduce (default: next to preccl-perf)")
+    p.add_argument("--collectives", help="comma-separated; overrides the scenario's [run] collectives")
+    p.add_argument("--systems", help="comma-separated; overrides the scenario's [run] systems")
     p.add_argument("--out", help="output directory (default /tmp/preccl-testbed/<prefix>-<time>)")
     p.add_argument("--prefix")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("report", help="rewrite the CSVs and plot.svg of a finished run from its result.json")
+    p.add_argument("out", help="the run's --out directory")
+    p.set_defaults(fn=cmd_report)
     p = sub.add_parser("check-scenario", help="parse and check scenario files only")
     p.add_argument("files", nargs="+")
     p.set_defaults(fn=cmd_check)

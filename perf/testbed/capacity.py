@@ -1,0 +1,91 @@
+"""The capacity limit of a run: the best busbw the shaped links allow, over time (docs/testbed.md).
+
+Per host h: E_h = sum of its NICs' egress rates, I_h = sum of their ingress rates (a NIC that is down
+counts 0), B_h = min(E_h, I_h). With H hosts, g ranks per host, n = g*H ranks:
+  AllReduce, AllGather, ReduceScatter, AlltoAll: busbw_limit = min_h B_h * (n-1)/n * H/(H-1)
+  Broadcast (a chain through every host):           busbw_limit = min_h B_h
+(with g = 1 the factor is 1). Shared memory inside a host is taken as free; other tenants' flows are
+not subtracted (they compete under TCP's rules, not for a fixed share).
+"""
+
+FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
+
+
+class RateTimeline:
+    """Per NIC and direction, piecewise-constant rates in bits/s from the events a leg fired."""
+
+    def __init__(self, hosts, nics, initial_rates, events):
+        self.hosts, self.nics = hosts, nics
+        self.changes = {}   # (h, k, dir) -> [(t, bps)], sorted
+        for (h, k), bps in initial_rates.items():
+            for d in ("egress", "ingress"):
+                self.changes[(h, k, d)] = [(float("-inf"), bps)]
+        self.up = {(h, k): [(float("-inf"), True)] for (h, k) in initial_rates}
+        self.marks = []     # (t, label) of every fired event, for the plots
+        for e in sorted((e for e in events if e.get("fired")), key=lambda e: e["t_s"]):
+            t = e["t_s"]
+            self.marks.append((t, label(e) + ("" if e.get("ok", False) else " (failed)")))
+            if "nic" not in e or not e.get("ok", False):
+                continue
+            h, k = (int(x) for x in e["nic"][1:].split(".nic"))
+            if e["action"] == "rate":
+                bps = parse_bps(e["rate"])
+                for d in ("egress", "ingress"):
+                    if e.get("direction", "both") in ("both", d):
+                        self.changes[(h, k, d)].append((t, bps))
+            elif e["action"] in ("link_down", "link_up"):
+                self.up[(h, k)].append((t, e["action"] == "link_up"))
+
+    @staticmethod
+    def _at(series, t):
+        v = series[0][1]
+        for ts, x in series:
+            if ts <= t:
+                v = x
+        return v
+
+    def rate(self, h, k, d, t):
+        return self._at(self.changes[(h, k, d)], t) if self._at(self.up[(h, k)], t) else 0
+
+    def host_bound(self, h, t):
+        e = sum(self.rate(h, k, "egress", t) for k in range(self.nics))
+        i = sum(self.rate(h, k, "ingress", t) for k in range(self.nics))
+        return min(e, i)
+
+    def limit_bps(self, collective, ranks_per_host, t):
+        b = min(self.host_bound(h, t) for h in range(self.hosts))
+        return b * factor(collective, self.hosts, ranks_per_host)
+
+    def breakpoints(self):
+        ts = {t for s in self.changes.values() for t, _ in s} | {t for s in self.up.values() for t, _ in s}
+        return sorted(t for t in ts if t != float("-inf"))
+
+    def mean_limit_bps(self, collective, ranks_per_host, t0, t1):
+        """Time-weighted mean of the limit over [t0, t1] (the best busbw of a transfer in that window)."""
+        if t1 <= t0:
+            return self.limit_bps(collective, ranks_per_host, t1)
+        cuts = [t0] + [t for t in self.breakpoints() if t0 < t < t1] + [t1]
+        total = sum((b - a) * self.limit_bps(collective, ranks_per_host, (a + b) / 2)
+                    for a, b in zip(cuts, cuts[1:]))
+        return total / (t1 - t0)
+
+
+def factor(collective, hosts, ranks_per_host):
+    if collective in FACTOR_ONE or hosts < 2:
+        return 1.0
+    n = hosts * ranks_per_host
+    return (n - 1) / n * hosts / (hosts - 1)
+
+
+def parse_bps(text):
+    import units
+    return units.parse_rate(text)
+
+
+def label(e):
+    what = e["action"]
+    if what == "rate":
+        return f"{e.get('nic')} {e.get('rate')}"
+    if what in ("flow_start", "flow_stop"):
+        return f"{what} {e.get('flow')}" + (f" {e.get('nic')}" if "nic" in e else "")
+    return f"{what} {e.get('nic', '')}".strip()

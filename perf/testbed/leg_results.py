@@ -1,0 +1,141 @@
+"""Numbers of one leg (one system running one collective on the bed) and the scenario's output files:
+results.csv (per size), timeline.csv (per iteration, and the events), vt_share.csv (PReCCL's VTs).
+
+busbw is in Mbit/s (1e6 bit/s, the unit of the links' rates), from the slowest rank's time per size
+(rank 0's table) and from rank 0's own time per iteration (iter.csv). The per-size figure is the
+in-place one (the natural mode of every system here); the out-of-place one is kept as busbw_oop.
+"""
+import csv
+import os
+
+from capacity import RateTimeline
+
+BUS_FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
+BUS_FACTOR_HALF = ("allgather", "reducescatter", "alltoall", "gather", "scatter")
+
+
+def bus_factor(collective, n):
+    if collective == "allreduce":
+        return 2 * (n - 1) / n
+    if collective in BUS_FACTOR_HALF:
+        return (n - 1) / n
+    return 1.0
+
+
+def mbit(size, time_us, collective, n):
+    return None if not time_us else size / time_us * 8 * bus_factor(collective, n)
+
+
+def read_iters(path, launch_unix):
+    """iter.csv rows with t_end / t_start in seconds after the launch of the ranks."""
+    rows = []
+    if not path or not os.path.exists(path) or launch_unix is None:
+        return rows
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            try:
+                t_end = float(r["unix_s"]) - launch_unix
+                us = float(r["time_us"])
+            except (KeyError, TypeError, ValueError):
+                continue  # a row cut short by a killed rank
+            r["t_end"], r["t_start"], r["time_us"] = t_end, t_end - us / 1e6, us
+            r["bytes"], r["iter"] = int(r["bytes"]), int(r["iter"])
+            rows.append(r)
+    return rows
+
+
+def leg_numbers(leg, sc, bed_rates):
+    """Fills leg["sizes"], leg["timeline"], leg["vt_share"] from its table, iter.csv and events."""
+    coll, n, g = leg["collective"], sc.hosts * sc.ranks_per_host, sc.ranks_per_host
+    rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []))
+    iters = read_iters(leg.get("iter_csv"), leg.get("launch_unix"))
+    leg["timeline"], leg["vt_share"], leg["sizes"] = [], [], []
+    for r in iters:
+        cap = rt.mean_limit_bps(coll, g, r["t_start"], r["t_end"]) / 1e6
+        bw = mbit(r["bytes"], r["time_us"], coll, n)
+        leg["timeline"].append({"t": round(r["t_end"], 4), "kind": "iter", "mode": r["mode"], "bytes": r["bytes"],
+                                "iter": r["iter"], "time_us": r["time_us"], "busbw": _r(bw),
+                                "capacity_limit": _r(cap), "fraction_of_capacity": _r(bw / cap if cap else None),
+                                "event": ""})
+        v = 0
+        while f"vt{v}_share" in r:
+            if r[f"vt{v}_share"] != "":
+                leg["vt_share"].append({"t": round(r["t_end"], 4), "mode": r["mode"], "bytes": r["bytes"],
+                                        "vt": v, "nic": int(r[f"vt{v}_nic"]), "share": float(r[f"vt{v}_share"]),
+                                        "vt_bytes": int(r[f"vt{v}_bytes"]), "stalls": int(r[f"vt{v}_stalls"]),
+                                        "stall_ns": int(r[f"vt{v}_stall_ns"])})
+            v += 1
+    for t, text in rt.marks:
+        leg["timeline"].append({"t": round(t, 4), "kind": "event", "event": text})
+    leg["timeline"].sort(key=lambda x: x["t"])
+    leg["capacity_marks"] = [(round(t, 4), text) for t, text in rt.marks]
+    leg["capacity_steps"] = [(round(t, 4), _r(rt.limit_bps(coll, g, t) / 1e6)) for t in [0.0] + rt.breakpoints()
+                             if t >= 0]
+    for row in (leg.get("perf") or {}).get("rows", []):
+        size = row["size"]
+        ip, oop = mbit(size, row["ip"]["time_us"], coll, n), mbit(size, row["oop"]["time_us"], coll, n)
+        bw, mode = (ip, "ip") if ip is not None else (oop, "oop")
+        # The limit over the same calls the figure comes from (an event during the out-of-place block
+        # must not lower the limit of the in-place figure).
+        mine = [r for r in iters if r["bytes"] == size and r["mode"] == mode]
+        cap = (_weighted_cap(rt, coll, g, mine) if mine else rt.limit_bps(coll, g, 0.0)) / 1e6
+        leg["sizes"].append({"size": size, "busbw": _r(bw), "busbw_oop": _r(oop), "capacity_limit": _r(cap),
+                             "fraction_of_capacity": _r(bw / cap if bw is not None and cap else None)})
+
+
+def _weighted_cap(rt, coll, g, rows):
+    span = sum(r["t_end"] - r["t_start"] for r in rows)
+    if span <= 0:
+        return rt.limit_bps(coll, g, rows[0]["t_end"])
+    return sum(rt.mean_limit_bps(coll, g, r["t_start"], r["t_end"]) * (r["t_end"] - r["t_start"])
+               for r in rows) / span
+
+
+def _r(x, digits=4):
+    return None if x is None else round(x, digits)
+
+
+RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_static", "capacity_limit",
+                  "fraction_of_capacity", "busbw_oop", "ok", "note"]
+TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
+                    "capacity_limit", "fraction_of_capacity", "event"]
+VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
+
+
+def result_rows(legs):
+    """One row per (collective, system, size); a failed or skipped leg gets one row saying why."""
+    ref = {(l["collective"], s["size"]): s["busbw"] for l in legs if l["system"] == "preccl-static"
+           for s in l.get("sizes", []) if l.get("ok")}
+    rows = []
+    for l in legs:
+        note = l.get("note") or ("; ".join(l.get("errors", [])) or l.get("error") or "")
+        if not l.get("sizes"):
+            rows.append({"collective": l["collective"], "system": l["system"], "ok": l.get("ok", False),
+                         "note": note or "no result"})
+            continue
+        for s in l["sizes"]:
+            r0 = ref.get((l["collective"], s["size"]))
+            rows.append({"collective": l["collective"], "system": l["system"], "size": s["size"],
+                         "busbw": s["busbw"], "ratio_to_preccl_static":
+                         _r(s["busbw"] / r0) if r0 and s["busbw"] is not None else None,
+                         "capacity_limit": s["capacity_limit"], "fraction_of_capacity": s["fraction_of_capacity"],
+                         "busbw_oop": s["busbw_oop"], "ok": l.get("ok", False), "note": note})
+    return rows
+
+
+def write_csv(path, columns, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+
+
+def write_outputs(out_dir, legs):
+    rows = result_rows(legs)
+    write_csv(os.path.join(out_dir, "results.csv"), RESULT_COLUMNS, rows)
+    write_csv(os.path.join(out_dir, "timeline.csv"), TIMELINE_COLUMNS,
+              [{"collective": l["collective"], "system": l["system"], **t} for l in legs for t in l.get("timeline", [])])
+    write_csv(os.path.join(out_dir, "vt_share.csv"), VT_COLUMNS,
+              [{"collective": l["collective"], "system": l["system"], **v} for l in legs for v in l.get("vt_share", [])])
+    return rows

@@ -1,0 +1,43 @@
+"""Checks the capacity-limit arithmetic (docs/testbed.md) on hand-computed cases. Needs no root."""
+import capacity
+from capacity import RateTimeline
+
+M = 10**6
+
+
+def run():
+    failures = []
+
+    def expect(cond, what):
+        if not cond:
+            failures.append(what)
+
+    rates = {(h, k): 100 * M for h in range(4) for k in range(2)}
+    rates[(1, 0)] = 25 * M
+    ev = [{"fired": True, "ok": True, "t_s": 10.0, "action": "link_down", "nic": "h2.nic1"},
+          {"fired": True, "ok": True, "t_s": 20.0, "action": "link_up", "nic": "h2.nic1"},
+          {"fired": True, "ok": True, "t_s": 30.0, "action": "rate", "nic": "h0.nic0", "rate": "10mbit",
+           "direction": "egress"},
+          {"fired": True, "ok": False, "t_s": 5.0, "action": "rate", "nic": "h3.nic0", "rate": "1mbit",
+           "direction": "both"}]  # failed: tc did not take it, the rate stays
+    rt = RateTimeline(4, 2, rates, ev)
+    lim = lambda c, t, g=1: rt.limit_bps(c, g, t)
+    expect(lim("allreduce", 0) == 125 * M, f"h1 at 25+100 bounds the ring: {lim('allreduce', 0)}")
+    expect(lim("allreduce", 15) == 100 * M, f"h2 with one NIC down: {lim('allreduce', 15)}")
+    expect(lim("allreduce", 25) == 125 * M, f"after link_up: {lim('allreduce', 25)}")
+    expect(lim("allgather", 35) == 110 * M, f"h0 egress 10+100 after the egress-only change: {lim('allgather', 35)}")
+    expect(lim("broadcast", 15) == 100 * M, "broadcast: the chain bound")
+    # g = 2 ranks per host, H = 4: (n-1)/n * H/(H-1) = 7/8 * 4/3
+    expect(abs(lim("alltoall", 0, 2) - 125 * M * 7 / 8 * 4 / 3) < 1, f"alltoall g=2: {lim('alltoall', 0, 2)}")
+    expect(capacity.factor("broadcast", 4, 2) == 1.0, "broadcast factor 1")
+    mean = rt.mean_limit_bps("allreduce", 1, 5, 15)  # half at 125, half at 100
+    expect(abs(mean - 112.5 * M) < 1, f"time-weighted mean over a link_down: {mean}")
+    expect([m[1] for m in rt.marks][:2] == ["h3.nic0 1mbit (failed)", "link_down h2.nic1"],
+           f"event marks in time order: {rt.marks}")
+    return failures
+
+
+if __name__ == "__main__":
+    fails = run()
+    print("\n".join(fails) or "capacity: ok")
+    raise SystemExit(1 if fails else 0)
