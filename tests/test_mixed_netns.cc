@@ -239,22 +239,24 @@ void mixedBody(Rank& r, bool tree) {
   }
 }
 
+// Why the namespace tests cannot run here ("" when they can): they need root and `ip netns add`.
+std::string netnsUnavailable() {
+  if (geteuid() != 0) return "the netns tests need root (ip netns, veth, bridges, tc)";
+  std::string probe;
+  const std::string probeName = "pcclt" + std::to_string(getpid()) + "probe";
+  if (sh("ip netns add " + probeName, &probe) != 0) return "`ip netns add` failed: " + probe;
+  sh("ip netns del " + probeName);
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("mixed shm + sockets: 2 namespaces x 2 ranks x 2 NICs", "[netns]") {
-  if (geteuid() != 0) {
-    WARN("skipped: the netns test needs root (ip netns, veth, bridges)");
+  if (std::string why = netnsUnavailable(); !why.empty()) {
+    WARN("skipped: " << why);
     SUCCEED();
     return;
   }
-  std::string probe;
-  const std::string probeName = "pcclt" + std::to_string(getpid()) + "probe";
-  if (sh("ip netns add " + probeName, &probe) != 0) {
-    WARN("skipped: `ip netns add` failed: " << probe);
-    SUCCEED();
-    return;
-  }
-  sh("ip netns del " + probeName);
 
   auto bed = std::make_unique<NetnsBed>();
   INFO("could not build the namespaces: " << bed->error());
@@ -304,19 +306,11 @@ double railShare(Rank& r, int rail) {
 }  // namespace
 
 TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
-  if (geteuid() != 0) {
-    WARN("skipped: the netns test needs root (ip netns, veth, bridges, tc)");
+  if (std::string why = netnsUnavailable(); !why.empty()) {
+    WARN("skipped: " << why);
     SUCCEED();
     return;
   }
-  std::string probe;
-  const std::string probeName = "pcclt" + std::to_string(getpid()) + "probe";
-  if (sh("ip netns add " + probeName, &probe) != 0) {
-    WARN("skipped: `ip netns add` failed: " << probe);
-    SUCCEED();
-    return;
-  }
-  sh("ip netns del " + probeName);
   auto bed = std::make_unique<NetnsBed>();
   std::string log;
   INFO("could not build or shape the namespaces: " << bed->error() << log);
