@@ -263,7 +263,9 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   if (res != precclSuccess) return res;
   traceOpen(comm);
   if (rank == 0) PRECCL_INFO("machine: {}", machineSummary());
-  PRECCL_INFO("rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}", rank, nranks,
+  // commName (precclConfig_t) labels the communicator in logs, as NCCL's does.
+  PRECCL_INFO("{}rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}",
+              comm->cfg.commName.empty() ? std::string() : comm->cfg.commName + ": ", rank, nranks,
               comm->topo.nHosts(), nics.size(), nics[0].name, comm->nVTs, comm->nslots, comm->slotBytes,
               shmDisable ? ", shared memory disabled" : "");
   return precclSuccess;

@@ -42,7 +42,6 @@ int AuthAcceptor::next(std::vector<uint8_t>* hello, uint64_t deadlineNs) {
                     kHelloTimeoutNs / 1000000000ull);
         close(pending_[i].fd);
         pending_.erase(pending_.begin() + i);
-        refused_++;
       } else {
         i++;
       }
@@ -74,7 +73,6 @@ int AuthAcceptor::next(std::vector<uint8_t>* hello, uint64_t deadlineNs) {
       if (bad) {
         close(p.fd);
         p.fd = -1;
-        refused_++;
         continue;
       }
       if (p.got == helloBytes_) {

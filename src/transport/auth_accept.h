@@ -19,7 +19,6 @@ class AuthAcceptor {
   AuthAcceptor& operator=(const AuthAcceptor&) = delete;
   // The next authenticated connection (blocking fd) with its hello, or -1 at the deadline.
   int next(std::vector<uint8_t>* hello, uint64_t deadlineNs);
-  int refused() const { return refused_; }
 
  private:
   struct Pending {
@@ -32,7 +31,6 @@ class AuthAcceptor {
   uint8_t secret_[kSecretBytes];
   size_t helloBytes_;
   std::vector<Pending> pending_;
-  int refused_ = 0;
 };
 
 }  // namespace preccl

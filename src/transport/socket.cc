@@ -150,13 +150,6 @@ int connectTo(const SockAddr& peer, const SockAddr* local, uint64_t deadlineNs) 
   }
 }
 
-int acceptBefore(int listenFd, uint64_t deadlineNs) {
-  if (waitFd(listenFd, POLLIN, deadlineNs) <= 0) return -1;
-  int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (fd >= 0) setNoDelay(fd);
-  return fd;
-}
-
 bool sendAll(int fd, const void* buf, size_t len, uint64_t deadlineNs) {
   const char* p = static_cast<const char*>(buf);
   while (len > 0) {

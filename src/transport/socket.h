@@ -29,8 +29,6 @@ uint64_t nowNs();
 int listenOn(SockAddr* addr, int backlog = 1024);
 // Connects, retrying refused connections until `deadlineNs`; binds the local side to `local` if given.
 int connectTo(const SockAddr& peer, const SockAddr* local, uint64_t deadlineNs);
-// Accepts one connection, waiting at most until `deadlineNs`; -1 on timeout or error.
-int acceptBefore(int listenFd, uint64_t deadlineNs);
 
 // Whole-buffer I/O on a blocking or nonblocking socket, waiting with poll until `deadlineNs`.
 // Return false on error, EOF or deadline.
