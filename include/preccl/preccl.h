@@ -94,7 +94,7 @@ typedef struct {
   unsigned int version;
   int blocking;        /* 1 (default): init returns when done; 0: returns precclInProgress */
   int numVTs;          /* virtual topologies (channels); default PRECCL_NVTS or 2 x NIC count */
-  const char* policy;  /* allocation policy name ("static"); default PRECCL_POLICY */
+  const char* policy;  /* allocation policy: "preccl" (default), "static", "aimd"; default PRECCL_POLICY */
   const char* commName;
   int splitShare;      /* accepted for NCCL compatibility; ignored */
 } precclConfig_t;

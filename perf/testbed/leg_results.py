@@ -9,6 +9,7 @@ import csv
 import os
 
 from capacity import RateTimeline
+from ranks import static_reference
 
 BUS_FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 BUS_FACTOR_HALF = ("allgather", "reducescatter", "alltoall", "gather", "scatter")
@@ -104,8 +105,8 @@ VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share"
 
 def result_rows(legs):
     """One row per (collective, system, size); a failed or skipped leg gets one row saying why."""
-    ref = {(l["collective"], s["size"]): s["busbw"] for l in legs if l["system"] == "preccl-static"
-           for s in l.get("sizes", []) if l.get("ok")}
+    ref = {(l["collective"], l["system"], s["size"]): s["busbw"] for l in legs
+           if l["system"].startswith("preccl-static") for s in l.get("sizes", []) if l.get("ok")}
     rows = []
     for l in legs:
         note = l.get("note") or ("; ".join(l.get("errors", [])) or l.get("error") or "")
@@ -114,7 +115,7 @@ def result_rows(legs):
                          "note": note or "no result"})
             continue
         for s in l["sizes"]:
-            r0 = ref.get((l["collective"], s["size"]))
+            r0 = ref.get((l["collective"], static_reference(l["system"]), s["size"]))
             rows.append({"collective": l["collective"], "system": l["system"], "size": s["size"],
                          "busbw": s["busbw"], "ratio_to_preccl_static":
                          _r(s["busbw"] / r0) if r0 and s["busbw"] is not None else None,

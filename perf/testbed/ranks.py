@@ -2,7 +2,7 @@
 
 - PReCCL (`preccl-<policy>`): ranks_per_host `preccl-perf` processes in every host namespace, joined
   through the environment (PRECCL_RANK / PRECCL_NRANKS / PRECCL_ROOT_ADDR), rank 0 hosting the bootstrap
-  root on its rail-0 address; PRECCL_POLICY=<policy>.
+  root on its rail-0 address; PRECCL_POLICY=<policy>, and PRECCL_ALGO=<algo> for `preccl-<policy>-<algo>`.
 - Gloo: `perf-gloo-allreduce --rank r --size n --store DIR --ifaces rail0,rail1,...` in every namespace:
   one Gloo context per rail (its TCP device binds the rail's address), operations round-robin over them.
 - OpenMPI: one `mpirun` in host 0's namespace (under its own UTS namespace, hostname = the namespace's
@@ -33,6 +33,23 @@ def peer_args(sc):
     """The peers do float-sum AllReduce only: no -t/-d/-o."""
     return ["-b", str(sc.min_bytes), "-e", str(sc.max_bytes), "-n", str(sc.iters), "-w", str(sc.warmup),
             "-c", "1" if sc.check else "0"]
+
+
+def preccl_system(system):
+    """`preccl-<policy>[-tree|-ring]` -> (policy, algo or None)."""
+    rest = system[len("preccl-"):]
+    for algo in ("tree", "ring"):
+        if rest.endswith("-" + algo):
+            return rest[:-len(algo) - 1], algo
+    return rest, None
+
+
+def static_reference(system):
+    """The system a PReCCL leg is compared with: the static policy with the same algorithm."""
+    if not system.startswith("preccl-"):
+        return "preccl-static"
+    algo = preccl_system(system)[1]
+    return "preccl-static" + (f"-{algo}" if algo else "")
 
 
 def system_binary(system, bins):
@@ -73,7 +90,9 @@ class Ranks:
             env.update({"PRECCL_RANK": str(rank), "PRECCL_NRANKS": str(self.nranks),
                         "PRECCL_ROOT_ADDR": f"{names.address(0, 0)}:{ROOT_PORT}",
                         "PRECCL_SOCKET_IFNAME": names.NIC_NAME, "PRECCL_TIMEOUT": str(self.sc.timeout),
-                        "PRECCL_POLICY": self.system[len("preccl-"):]})
+                        "PRECCL_POLICY": preccl_system(self.system)[0]})
+            if preccl_system(self.system)[1]:
+                env["PRECCL_ALGO"] = preccl_system(self.system)[1]
             env.pop("PRECCL_COMM_ID", None)  # preccl-perf derives it from PRECCL_ROOT_ADDR
         return env
 

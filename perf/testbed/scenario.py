@@ -15,10 +15,11 @@ ACTIONS = ("rate", "flow_start", "flow_stop", "link_down", "link_up")
 MAX_EVENT_AT = 3600.0
 MAX_FLOW_SECONDS = 600.0
 MAX_FLOW_BYTES = 1 << 34
-# Systems a scenario can compare: PReCCL with a policy (PRECCL_POLICY=<name>), and the peers.
+# Systems a scenario can compare: PReCCL with a policy (PRECCL_POLICY=<name>), optionally with an
+# algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO), and the peers.
 PEER_SYSTEMS = ("openmpi", "gloo")        # AllReduce only
 DEFAULT_SYSTEMS = ("preccl-static", "openmpi", "gloo")
-SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*$")
+SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?$")
 
 
 class ScenarioError(ValueError):
@@ -221,7 +222,7 @@ def _parse_run(sc, t):
     sc.collective = sc.collectives[0]
     sc.systems = _str_list(t, "systems", list(DEFAULT_SYSTEMS),
                            lambda v: v in PEER_SYSTEMS or SYSTEM_RE.match(v) is not None,
-                           f"{', '.join(PEER_SYSTEMS)} or preccl-<policy> (e.g. preccl-static)")
+                           f"{', '.join(PEER_SYSTEMS)} or preccl-<policy>[-tree|-ring] (e.g. preccl-static)")
     size = t.size("bytes", None)
     sc.min_bytes = t.size("min_bytes", size if size is not None else sc.min_bytes)
     sc.max_bytes = t.size("max_bytes", size if size is not None else sc.max_bytes)

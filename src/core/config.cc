@@ -25,7 +25,7 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   else if (algo == "ring" || algo == "Ring") c->algo = Algo::Ring;
   else if (algo == "tree" || algo == "Tree") c->algo = Algo::Tree;
   else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_ALGO={} is not ring or tree", algo);
-  std::string policy = envString("POLICY", "static");
+  std::string policy = envString("POLICY", "preccl");
   if (user && user->policy) policy = user->policy;
   if (!policyFromName(policy, &c->policy))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "unknown policy '{}' (known: static, aimd, preccl)", policy);

@@ -43,6 +43,16 @@ inline size_t chunkCount(size_t count, int n, int i) { return count / n + (stati
 
 Conn* connTo(precclComm* comm, int peer, int vt);
 
+// Ring Broadcast and Reduce are chains: cargo flows one way, so only the chain's last rank hears every
+// record. When a chain carries cargo and is large enough that one more ring pass of header-only slots is
+// noise, each VT's last rank sends its maxima on around the ring (n-1 hops; docs/telemetry.md). Every
+// rank evaluates this from values all ranks share, so all agree whether the tail runs.
+constexpr size_t kChainTailMinBytes = 1 << 20;
+inline bool chainTailRuns(const CctArgs& a, size_t bytes, int nranks, bool tree, bool haveCargo) {
+  return haveCargo && !tree && nranks > 1 && bytes >= kChainTailMinBytes &&
+         (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
+}
+
 bool useTree(precclComm* comm, const CctArgs& a);
 void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
 void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);

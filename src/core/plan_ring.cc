@@ -35,6 +35,17 @@ RingCtx ctx(precclComm* comm, const CctArgs& a) {
   return RingCtx{comm, a, dtypeSize(a.dtype), comm->nranks, comm->topo.posOf[comm->rank]};
 }
 
+// The telemetry tail of a chain, for the rank at chain position d (0 = first, n-1 = last): the last rank
+// sends one header-only slot to the first, and every rank but the one before the last forwards it, so
+// the maxima the last rank holds reach everyone in n-1 hops.
+void appendChainTail(const RingCtx& r, const CctPlan& plan, int d, Task* t) {
+  if (!chainTailRuns(r.a, r.a.count * r.esz, r.n, false, plan.teleEpoch != CctPlan::kNoTele)) return;
+  Step s = step(d == r.n - 1 ? nullptr : r.prev(t->vt), d == r.n - 2 ? nullptr : r.next(t->vt), nullptr, nullptr, 0,
+                false);
+  s.headerOnly = true;
+  t->steps.push_back(s);
+}
+
 }  // namespace
 
 // Ring steps move at most one slot each: a round covers one slot-sized piece of every chunk and runs all
@@ -143,6 +154,7 @@ void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
     Conn* nx = d < n - 1 ? r.next(v) : nullptr;
     if (d == 0) t.steps.push_back(step(nullptr, nx, r.in(o), r.out(o), b, false));
     else t.steps.push_back(step(r.prev(v), nx, nullptr, r.out(o), b, false));
+    appendChainTail(r, *plan, d, &t);
     plan->tasks.push_back(std::move(t));
   }
 }
@@ -159,6 +171,7 @@ void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     Conn* pv = d > 0 ? r.prev(v) : nullptr;
     if (d == n - 1) t.steps.push_back(step(pv, nullptr, r.in(o), r.out(o), b, true, true));
     else t.steps.push_back(step(pv, r.next(v), r.in(o), nullptr, b, true));
+    appendChainTail(r, *plan, d, &t);
     plan->tasks.push_back(std::move(t));
   }
 }

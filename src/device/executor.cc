@@ -56,12 +56,12 @@ struct Exec {
     VtCounters& stats = comm->vtStats[t.vt];
     while (!t.done()) {
       Step& s = t.steps[t.cur];
-      if (s.bytes == 0) {
+      if (s.bytes == 0 && !s.headerOnly) {
         t.cur++;
         continue;
       }
       const size_t slotMax = comm->slotBytes / plan.elemBytes * plan.elemBytes;
-      const size_t piece = std::min(slotMax, s.bytes - t.off);
+      const size_t piece = s.headerOnly ? 0 : std::min(slotMax, s.bytes - t.off);
       for (int i = 0; i < s.nrecv; i++)
         if (!recvReady(s.recv[i])) {
           waitingOn = s.recv[i];
@@ -101,7 +101,9 @@ struct Exec {
       if (s.dst) outs[nout++] = s.dst + t.off;
       for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot(s.send[i]->sendTail);
       const char* src = s.src ? s.src + t.off : nullptr;
-      if (s.reduce) {
+      if (piece == 0) {
+        // header only: nothing to combine or copy
+      } else if (s.reduce) {
         reduceCopy(plan.op, plan.dtype, piece / plan.elemBytes, src, ins, s.nrecv, outs, nout, s.post);
       } else {
         const void* from = src ? src : ins[0];

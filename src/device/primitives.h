@@ -26,6 +26,9 @@ struct Step {
   size_t bytes = 0;
   bool reduce = false;        // combine with the op (else copy)
   bool post = false;          // apply the op's post-division (Avg) to the result
+  // A header-only slot (bytes == 0): carries the telemetry cargo and nothing else. Chains use it to
+  // send the last rank's records around the ring (see docs/telemetry.md).
+  bool headerOnly = false;
 };
 
 struct Task {

@@ -44,6 +44,7 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
   m.obsNs[m.nObs % kAlphaWindow] = ns;
   m.nObs++;
   refitAlpha(m);
+  if (bytes < kBetaMinBytes && m.nSamples > 0) return;  // latency-dominated: alpha only
 
   // Per-byte sample with the latency taken out; at least 1 so that a known VT never looks free.
   const uint64_t bodyNs = ns > static_cast<uint64_t>(m.alphaNs) ? ns - m.alphaNs : 0;
