@@ -91,16 +91,20 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t v
 }
 
 // After a collective: the epoch whose cargo rode on it becomes known everywhere (if it was complete), and
-// this CCT's own records wait for the next collective.
+// this CCT's own records wait for the next collective. A CCT that could not complete the cargo (a small
+// sync between large calls, an AlltoAll) keeps carrying the older epoch instead, with what it heard added:
+// its own records matter less than the large call's, and dropping those would cost the policy a CCT.
 static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
   if (plan.teleEpoch != CctPlan::kNoTele) {
     bool complete = true;
     for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v].count);
-    if (complete) {
-      comm->tele.reset(plan.teleEpoch, 1, comm->nVTs);  // one row: the maxima over all ranks
-      for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.cargo[v];
-      comm->haveTele = true;
+    if (!complete) {
+      comm->pendingRec = plan.cargo;  // pendingEpoch stays
+      return;
     }
+    comm->tele.reset(plan.teleEpoch, 1, comm->nVTs);  // one row: the maxima over all ranks
+    for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.cargo[v];
+    comm->haveTele = true;
   }
   comm->pendingEpoch = plan.epoch;
   comm->pendingRec.assign(comm->nVTs, VtRecord{});
