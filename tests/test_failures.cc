@@ -83,6 +83,40 @@ void killedPeer(Transport t, int victim) {
   CHECK(g.ranks[size_t(victim)].signal == SIGKILL);
 }
 
+// A local peer that finished its part and exited is not a failure while its last slots are still in our
+// FIFO: rank 1 sends to rank 0 and exits at once; rank 0, receiving from ranks 1 and 2 in one group, is
+// held up by rank 2 (which sends 1.5 s late), so it sleeps on the bell with rank 1 gone. The liveness
+// check must look only at edges it still waits on.
+TEST_CASE("a local peer that finished and exited is not a failure", "[failures]") {
+  GroupOptions opt;
+  opt.env = localEnv(Transport::Shm, 2);
+  opt.env.push_back({"PRECCL_TIMEOUT", std::to_string(int(kTimeoutEnv))});
+  opt.timeoutSec = 60;
+  GroupResult g = runGroup(3, opt, [](Rank& r) {
+    const size_t count = 1000;
+    std::vector<int32_t> buf(2 * count, 0);
+    if (r.rank == 0) {
+      r.ok(precclGroupStart(), "GroupStart");
+      r.ok(precclRecv(buf.data(), count, precclInt32, 1, r.comm, nullptr), "Recv from 1");
+      r.ok(precclRecv(buf.data() + count, count, precclInt32, 2, r.comm, nullptr), "Recv from 2");
+      if (!r.ok(precclGroupEnd(), "GroupEnd (rank 1 exited after sending: its data was already here)")) return;
+      for (size_t i = 0; i < 2 * count; i++)
+        if (!r.check(buf[i] == int32_t(i < count ? 1000 + i : 2000 + i - count), "wrong element " + std::to_string(i))) break;
+      return;
+    }
+    for (size_t i = 0; i < count; i++) buf[i] = int32_t(r.rank * 1000 + i);
+    if (r.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    r.ok(precclSend(buf.data(), count, precclInt32, 0, r.comm, nullptr), "Send to 0");
+    if (r.rank == 1) {
+      r.ok(precclCommDestroy(r.comm), "CommDestroy");
+      r.comm = nullptr;
+      std::fflush(stdout);
+      _exit(0);  // gone before rank 0 wakes up
+    }
+  });
+  reportToCatch("a finished local peer exits early", g);
+}
+
 // ---- strangers ----
 
 bool decodeRoot(const precclUniqueId& id, sockaddr_storage* ss, socklen_t* len) {

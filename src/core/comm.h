@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,6 +68,9 @@ struct precclComm {
   // one, and the newest epoch whose records every rank holds identically.
   uint64_t pendingEpoch = ~0ull;
   std::vector<preccl::VtRecord> pendingRec;
+  // In-place AlltoAll stages its input here (kept across calls: grown, never shrunk, freed with the comm).
+  std::unique_ptr<char, void (*)(void*)> staging{nullptr, free};
+  size_t stagingBytes = 0;
   preccl::EpochTelemetry tele;
   bool haveTele = false;
   preccl::PolicyState policy;

@@ -124,13 +124,15 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->lastError));
   CctArgs a = args;
   // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
-  std::unique_ptr<char, void (*)(void*)> staging(nullptr, free);
   if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0) {
     size_t bytes = a.count * comm->nranks * dtypeSize(a.dtype);
-    staging.reset(static_cast<char*>(malloc(bytes)));
-    if (!staging) return PRECCL_ERR(comm, precclSystemError, "AlltoAll: cannot allocate {} B for in-place staging", bytes);
-    memcpy(staging.get(), a.sendbuff, bytes);
-    a.sendbuff = staging.get();
+    if (comm->stagingBytes < bytes) {
+      comm->staging.reset(static_cast<char*>(malloc(bytes)));
+      comm->stagingBytes = comm->staging ? bytes : 0;
+      if (!comm->staging) return PRECCL_ERR(comm, precclSystemError, "AlltoAll: cannot allocate {} B for in-place staging", bytes);
+    }
+    memcpy(comm->staging.get(), a.sendbuff, bytes);
+    a.sendbuff = comm->staging.get();
   }
   CctPlan plan;
   plan.epoch = comm->epoch;

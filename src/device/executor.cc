@@ -153,15 +153,22 @@ struct Exec {
     return nullptr;
   }
 
-  // Shared-memory peers have no socket to report their death: look for their process.
+  // Shared-memory peers have no socket to report their death: look for the process of every local peer
+  // a blocked task waits on. Only an edge with nothing left to take counts: a peer that finished the CCT
+  // and exited may still have its last slots in our FIFO, and those are good.
   bool peersAlive() {
-    for (int r = 0; r < comm->nranks; r++) {
-      if (!comm->shmPeer.empty() && comm->shmPeer[r]) {
-        pid_t pid = comm->shmPeer[r]->header()->pid;
-        if (!processAlive(pid)) {
-          err = fmt::format("rank {}: rank {} (pid {}) on this host died", comm->rank, r, pid);
-          return false;
-        }
+    if (comm->shmPeer.empty()) return true;
+    for (Task& t : plan.tasks) {
+      if (t.done()) continue;
+      const Step& s = t.steps[t.cur];
+      for (int i = 0; i < s.nrecv + s.nsend; i++) {
+        Conn* c = i < s.nrecv ? s.recv[i] : s.send[i - s.nrecv];
+        const bool blocked = i < s.nrecv ? !recvReady(c) : !sendReady(c);
+        if (!blocked || !comm->shmPeer[c->peer]) continue;
+        const pid_t pid = comm->shmPeer[c->peer]->header()->pid;
+        if (processAlive(pid)) continue;
+        err = fmt::format("rank {}: rank {} (pid {}) on this host died", comm->rank, c->peer, pid);
+        return false;
       }
     }
     return true;
