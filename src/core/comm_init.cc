@@ -253,6 +253,15 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   comm->conns.resize(nranks);
   for (auto& row : comm->conns) row.resize(comm->nVTs);
   comm->vtStats.assign(comm->nVTs, VtCounters{});
+  // VT v uses NIC v mod K on its host. When every rank has the same K, VTs v and v+K share a NIC on every
+  // host: the policy treats them as one link (src/policy/policy.h). Otherwise (or on a single host, where
+  // VTs meet in shared memory, not on a NIC) each VT stands alone.
+  const int k0 = comm->infos[0].nNics;
+  bool sameK = k0 > 0;
+  for (auto& info : comm->infos) sameK &= info.nNics == k0;
+  comm->policy.vtGroup.assign(comm->nVTs, -1);
+  if (sameK && comm->nVTs > k0 && comm->topo.nHosts() > 1)
+    for (int v = 0; v < comm->nVTs; v++) comm->policy.vtGroup[v] = v % k0;
 
   res = setupShm(comm, deadline);
   std::vector<std::string> nicNames;

@@ -78,39 +78,94 @@ bool current(const ShareSet& set, const ModelState& m, uint64_t wireBytes, uint6
   return c->live.size() > 1;
 }
 
-// preccl: the split with equal modelled completion times, each live VT at least the floor (water-filling:
-// T* = (W - pinned floors + sum alpha_v rate_v) / sum rate_v over the free VTs; a VT whose target is
-// below the floor is pinned at it and T* recomputed). Then a damped move from the current bytes toward it:
-// VTs above T* lose (T_v - T*) * rate_v bytes, VTs below gain as much, the sum of the moves is zero.
-bool precclStep(ShareSet& set, const ModelState& m, uint64_t W, uint64_t mask) {
+// preccl: the split with equal modelled completion times. The unit of the split is a *link group*: the
+// live VTs that share a NIC (PolicyState::vtGroup) share its bandwidth, so they are one resource. A group's
+// completion time is its slowest member's (the link is busy until the last of them ends, and under fair
+// sharing that member's time is the link's time for all their bytes), its rate is its bytes over that
+// time, and its target is split equally among its members. VTs without a group, and VTs still probing
+// after a mask change, are groups of their own.
+// Water-filling over the groups, each at least its members' floors: T* = (W - pinned floors + sum alpha_g
+// rate_g) / sum rate_g over the free groups; a group whose target is below its floor is pinned there and T*
+// recomputed. Then a damped move from the current bytes toward the targets: the moves sum to zero.
+struct Group {
+  std::vector<size_t> member;  // indices into Current::live
+  i128 bytes = 0, alpha = 0, rate = 0;
+  bool pinned = false;
+};
+
+std::vector<Group> linkGroups(const Current& c, const std::vector<int>& vtGroup, const std::vector<char>& probing) {
+  std::vector<Group> g;
+  std::vector<std::pair<int, size_t>> byId;  // group id -> index in g
+  for (size_t i = 0; i < c.live.size(); i++) {
+    const int v = c.live[i];
+    const int id = !probing[i] && v < static_cast<int>(vtGroup.size()) ? vtGroup[v] : -1;
+    size_t at = g.size();
+    for (auto& [gid, idx] : byId)
+      if (id >= 0 && gid == id) at = idx;
+    if (at == g.size()) {
+      g.emplace_back();
+      g.back().pinned = probing[i];
+      if (id >= 0) byId.emplace_back(id, at);
+    }
+    g[at].member.push_back(i);
+  }
+  for (Group& x : g) {
+    i128 slowT = -1;
+    for (size_t i : x.member) {
+      x.bytes += c.bytes[i];
+      const i128 t = c.alpha[i] + ((static_cast<i128>(c.betaQ[i]) * c.bytes[i]) >> kBetaShift);
+      if (t > slowT) slowT = t, x.alpha = c.alpha[i];
+    }
+    const i128 body = slowT - x.alpha;
+    if (x.member.size() == 1 || body <= 0 || x.bytes == 0) {
+      for (size_t i : x.member) x.rate += c.rate[i];
+      if (x.member.size() > 1) x.rate /= static_cast<i128>(x.member.size());  // no data: an average member
+    } else {
+      x.rate = (x.bytes << kRateShift) / body;
+    }
+    if (x.rate <= 0) x.rate = 1;
+  }
+  return g;
+}
+
+bool precclStep(ShareSet& set, const ModelState& m, uint64_t W, uint64_t mask, const std::vector<int>& vtGroup) {
   Current c;
   if (!current(set, m, W, mask, &c)) return false;
   const size_t L = c.live.size();
   const i128 f = (static_cast<i128>(W) * floorShare(static_cast<int>(L))) >> kShareShift;
-  std::vector<char> pinned(L, 0);
-  std::vector<i128> target(L, f);
+  std::vector<char> probing(L, 0);
   for (size_t i = 0; i < L; i++) {
     const int v = c.live[i];
     const uint64_t from = v < static_cast<int>(set.probeFrom.size()) ? set.probeFrom[v] : 0;
     if (from == 0) continue;
     if (v < static_cast<int>(m.vt.size()) && m.vt[v].lastEpoch >= from) set.probeFrom[v] = 0;  // it answered
-    else pinned[i] = 1;  // still probing: its model is from before the failure, if any
+    else probing[i] = 1;  // still probing: its model is from before the failure, if any
   }
-  for (size_t iter = 0; iter <= L; iter++) {
+  std::vector<Group> g = linkGroups(c, vtGroup, probing);
+  std::vector<i128> gTarget(g.size());
+  for (size_t k = 0; k < g.size(); k++) gTarget[k] = f * static_cast<i128>(g[k].member.size());
+  for (size_t iter = 0; iter <= g.size(); iter++) {
     i128 num = static_cast<i128>(W) << kRateShift, den = 0;
-    for (size_t i = 0; i < L; i++) {
-      if (pinned[i]) num -= f << kRateShift;
-      else num += c.alpha[i] * c.rate[i], den += c.rate[i];
+    for (size_t k = 0; k < g.size(); k++) {
+      if (g[k].pinned) num -= gTarget[k] << kRateShift;
+      else num += g[k].alpha * g[k].rate, den += g[k].rate;
     }
     if (den == 0) break;
     const i128 T = num / den;
     bool changed = false;
-    for (size_t i = 0; i < L; i++) {
-      if (pinned[i]) continue;
-      target[i] = ((T - c.alpha[i]) * c.rate[i]) / (static_cast<i128>(1) << kRateShift);
-      if (target[i] < f) pinned[i] = 1, target[i] = f, changed = true;
+    for (size_t k = 0; k < g.size(); k++) {
+      if (g[k].pinned) continue;
+      const i128 floorK = f * static_cast<i128>(g[k].member.size());
+      gTarget[k] = ((T - g[k].alpha) * g[k].rate) / (static_cast<i128>(1) << kRateShift);
+      if (gTarget[k] < floorK) g[k].pinned = true, gTarget[k] = floorK, changed = true;
     }
     if (!changed) break;
+  }
+  std::vector<i128> target(L, f);
+  for (size_t k = 0; k < g.size(); k++) {
+    const i128 each = gTarget[k] / static_cast<i128>(g[k].member.size());
+    for (size_t j = 0; j < g[k].member.size(); j++)
+      target[g[k].member[j]] = j + 1 < g[k].member.size() ? each : gTarget[k] - each * static_cast<i128>(j);
   }
   i128 moved = 0;
   for (size_t i = 0; i < L; i++) moved += target[i] > c.bytes[i] ? target[i] - c.bytes[i] : c.bytes[i] - target[i];
@@ -242,7 +297,7 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
   const uint64_t W = static_cast<uint64_t>(static_cast<i128>(req.count) * std::max<size_t>(1, req.elemBytes) *
                                            key.wireNum / std::max<uint32_t>(1, key.wireDen));
   for (uint64_t i = 0; i < steps && W > 0 && countLive(n, mask) > 1; i++) {
-    const bool moved = kind == PolicyKind::Aimd ? aimdStep(set, st.model, W, mask) : precclStep(set, st.model, W, mask);
+    const bool moved = kind == PolicyKind::Aimd ? aimdStep(set, st.model, W, mask) : precclStep(set, st.model, W, mask, st.vtGroup);
     if (!moved) break;
     normalize(set.share, n, mask);
     set.steps++;

@@ -39,6 +39,11 @@ struct ShareSet {
 };
 
 struct PolicyState {
+  // Per VT, the id of the link it shares with other VTs (the NIC; -1 or absent = its own). The same on
+  // every rank (the core sets it from the NIC count all ranks agree on). preccl splits a link's bytes
+  // equally among its VTs and balances the links: VTs that share a NIC share its bandwidth, and a
+  // per-VT split inside a link only chases noise.
+  std::vector<int> vtGroup;
   ModelState model;
   std::map<uint64_t, ShareSet> sets;  // by policyClassKey()
 };

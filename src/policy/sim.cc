@@ -21,7 +21,43 @@ uint64_t vtTimeNs(const SimVt& p, uint64_t wireBytes, const SimConfig& cfg) {
   return p.alphaNs + static_cast<uint64_t>(static_cast<i128>(wireBytes) * 1'000'000'000 / p.rateBps);
 }
 
+int linkOf(const SimConfig& cfg, int v) { return v < static_cast<int>(cfg.link.size()) ? cfg.link[v] : -1; }
+
 }  // namespace
+
+// Completion times of the VTs that share a link with another VT (0 for the others): processor sharing of
+// the link's rate, the VT with the fewest bytes finishing first.
+std::vector<uint64_t> linkTimesNs(const SimConfig& cfg, uint64_t epoch, const Allocation& al, size_t elemBytes) {
+  const int n = static_cast<int>(std::min(cfg.vt.size(), al.vt.size()));
+  std::vector<uint64_t> t(cfg.vt.size(), 0);
+  std::vector<char> done(n, 0);
+  for (int v = 0; v < n; v++) {
+    if (done[v] || linkOf(cfg, v) < 0) continue;
+    std::vector<std::pair<uint64_t, int>> members;  // (wire bytes, vt)
+    for (int u = v; u < n; u++)
+      if (linkOf(cfg, u) == linkOf(cfg, v)) {
+        done[u] = 1;
+        const uint64_t range = al.vt[u].count * elemBytes;
+        if (range) members.push_back({static_cast<uint64_t>(static_cast<i128>(range) * cfg.wireNum / std::max(1u, cfg.wireDen)), u});
+      }
+    if (members.size() < 2) continue;
+    const SimVt p = simVtAt(cfg, epoch, v);
+    std::sort(members.begin(), members.end());
+    i128 now = 0;  // ns since the data started
+    uint64_t sent = 0;  // bytes every still-busy member has sent so far
+    for (size_t k = 0; k < members.size(); k++) {
+      const uint64_t busy = members.size() - k;
+      if (p.rateBps == 0) {
+        t[members[k].second] = cfg.stuckNs;
+        continue;
+      }
+      now += static_cast<i128>(members[k].first - sent) * busy * 1'000'000'000 / p.rateBps;
+      sent = members[k].first;
+      t[members[k].second] = p.alphaNs + static_cast<uint64_t>(now);
+    }
+  }
+  return t;
+}
 
 SimVt simVtAt(const SimConfig& cfg, uint64_t epoch, int vt) {
   SimVt p = cfg.vt[vt];
@@ -38,12 +74,13 @@ SimEpoch simEpoch(const SimConfig& cfg, uint64_t epoch, const Allocation& al, si
   out.vtNs.assign(n, 0);
   uint64_t fastest = 0;  // the sender's own speed: it could push at the best link's rate
   for (int v = 0; v < n; v++) fastest = std::max(fastest, simVtAt(cfg, epoch, v).rateBps);
+  const std::vector<uint64_t> shared = linkTimesNs(cfg, epoch, al, elemBytes);
   for (int v = 0; v < n && v < static_cast<int>(al.vt.size()); v++) {
     const uint64_t range = al.vt[v].count * elemBytes;
     if (range == 0) continue;
     const SimVt p = simVtAt(cfg, epoch, v);
     const uint64_t wire = static_cast<uint64_t>(static_cast<i128>(range) * cfg.wireNum / std::max(1u, cfg.wireDen));
-    uint64_t base = vtTimeNs(p, wire, cfg);
+    uint64_t base = shared[v] ? shared[v] : vtTimeNs(p, wire, cfg);
     for (const SimSpike& s : cfg.spikes)
       if (s.epoch == epoch && s.vt == v) base = static_cast<uint64_t>(static_cast<i128>(base) * s.factorPct / 100);
     const uint64_t ownNs = fastest ? static_cast<uint64_t>(static_cast<i128>(wire) * 1'000'000'000 / fastest) : 0;
@@ -74,6 +111,9 @@ uint64_t simIdealNs(const SimConfig& cfg, uint64_t epoch, uint64_t rangeBytes) {
   auto carried = [&](uint64_t T) {
     i128 b = 0;
     for (int v = 0; v < n; v++) {
+      bool counted = false;  // a shared link counts once, with its first VT's parameters
+      for (int u = 0; u < v; u++) counted |= linkOf(cfg, v) >= 0 && linkOf(cfg, u) == linkOf(cfg, v);
+      if (counted) continue;
       const SimVt p = simVtAt(cfg, epoch, v);
       if (T > p.alphaNs) b += static_cast<i128>(T - p.alphaNs) * p.rateBps / 1'000'000'000;
     }
@@ -91,6 +131,7 @@ uint64_t simIdealNs(const SimConfig& cfg, uint64_t epoch, uint64_t rangeBytes) {
 std::vector<SimStep> simRun(PolicyKind kind, const SimConfig& cfg, const AllocRequest& req, uint64_t epochs, int lag,
                             uint64_t healthMask) {
   PolicyState st;
+  st.vtGroup = cfg.link;
   AllocKey key;
   key.wireNum = cfg.wireNum;
   key.wireDen = cfg.wireDen;

@@ -39,6 +39,10 @@ struct SimConfig {
   uint32_t wireNum = 1, wireDen = 1;      // bytes a VT sends per byte of its range
   uint64_t stuckNs = 10'000'000'000ull;  // what a zero-rate VT reports (the executor's timeout)
   uint64_t nsPerStall = 10'000;          // one stall per this much waiting for a slot
+  // Per VT, the link it shares (empty: every VT has its own). VTs on one link share its rate fairly
+  // (processor sharing: while m of them are busy each gets 1/m), the link's rate and latency being its
+  // lowest-index VT's; simRun tells the policy the same grouping, as the core does with NICs.
+  std::vector<int> link;
 };
 
 // The VT's parameters in force at `epoch`.
@@ -50,6 +54,9 @@ struct SimEpoch {
   std::vector<uint64_t> vtNs;    // per VT, slowest rank (0 if unused)
 };
 SimEpoch simEpoch(const SimConfig& cfg, uint64_t epoch, const Allocation& al, size_t elemBytes);
+
+// Per VT, the completion time of the VTs that share a link with another (0 for the others).
+std::vector<uint64_t> linkTimesNs(const SimConfig& cfg, uint64_t epoch, const Allocation& al, size_t elemBytes);
 
 // The capacity limit: the smallest completion time of any (continuous) split of `rangeBytes`.
 uint64_t simIdealNs(const SimConfig& cfg, uint64_t epoch, uint64_t rangeBytes);
