@@ -112,8 +112,10 @@ def main():
     s.add_argument("--seconds", type=float, required=True)
     s.add_argument("--rate", type=int, default=0, help="pacing in bits/s (0: as fast as the NIC allows)")
     args = ap.parse_args()
-    if args.seconds <= 0 or args.seconds > 600 or (args.cmd == "send" and not 0 < args.bytes <= 1 << 34):
-        sys.exit("blaster: --seconds must be in (0, 600] and --bytes in (0, 16G]")
+    # A flow lasts at most 600 s; its receiver is given a few seconds more to see the end (flows.py).
+    max_s = 600 if args.cmd == "send" else 610
+    if args.seconds <= 0 or args.seconds > max_s or (args.cmd == "send" and not 0 < args.bytes <= 1 << 34):
+        sys.exit(f"blaster: --seconds must be in (0, {max_s}] and --bytes in (0, 16G]")
     (recv if args.cmd == "recv" else send)(args)
 
 

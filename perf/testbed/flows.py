@@ -73,6 +73,10 @@ class Flows:
             for role, path in flow["paths"].items():
                 rec[role] = _last_json(path)
                 rec[role + "_exit"] = flow["procs"][role].returncode
+            # A flow that moved nothing (its blaster refused its arguments, or never connected) did not
+            # load the link: the leg must not pass as if it had.
+            rec["ok"] = all(rec[r + "_exit"] in (0, -signal.SIGTERM) for r in flow["paths"]) and \
+                bool((rec.get("send") or {}).get("bytes"))
             out[fid] = rec
         return out
 

@@ -191,7 +191,8 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
             leg["delta_total"] = _delta(c["start"], c["end"])
         final = c.get("end") or c.get("ranks_done") or {}
         leg["nics_down"] = sorted(l for l, s in final.items() if s["operstate"] != "UP")
-        leg["events_ok"] = all(e.get("ok", False) for e in leg["events"])
+        leg["events_ok"] = all(e.get("ok", False) for e in leg["events"]) and \
+            all(f.get("ok", False) for f in leg["flows"].values())
         leg["passed"] = leg["ok"] and leg["events_ok"] and not leg["error"]
         with open(os.path.join(leg_dir, "events.log"), "w") as f:
             for e in leg["events"]:

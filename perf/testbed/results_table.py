@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Merges the results.csv of several finished test-bed runs into one markdown table (docs/results.md):
+one row per (scenario, collective, algorithm), PReCCL static vs preccl (and any other system present),
+the ratio preccl / static, and preccl's fraction of the capacity limit, also relative to what TCP can
+carry through a shaped NIC (`--tcp-ceiling`, the fraction of the link rate one TCP flow reaches on the
+bed; docs/results.md says how it was measured).
+
+usage: results_table.py [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
+A scenario may be given several directories (e.g. static and preccl legs from different runs); for a
+(collective, system) present in more than one, the last directory wins.
+"""
+import argparse
+import csv
+import os
+
+
+def rows_of(out_dir):
+    with open(os.path.join(out_dir, "results.csv")) as f:
+        return [r for r in csv.DictReader(f) if r.get("busbw")]
+
+
+def split_system(system):
+    """preccl-<policy>[-tree|-ring] -> (policy or system, algorithm)."""
+    if not system.startswith("preccl-"):
+        return system, "ring"
+    rest = system[len("preccl-"):]
+    for algo in ("tree", "ring"):
+        if rest.endswith("-" + algo):
+            return rest[:-len(algo) - 1], algo
+    return rest, "ring"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--tcp-ceiling", type=float, default=0.951)
+    a = ap.parse_args()
+    table = {}      # (scenario, collective, algo) -> {system: row}
+    order = []
+    for spec in a.runs:
+        scenario, out_dir = spec.split("=", 1)
+        for r in rows_of(out_dir):
+            system, algo = split_system(r["system"])
+            key = (scenario, r["collective"], algo)
+            if key not in table:
+                table[key] = {}
+                order.append(key)
+            table[key][system] = r
+    others = sorted({s for v in table.values() for s in v} - {"static", "preccl"})
+    head = ["scenario", "collective", "algorithm", "static", "preccl", "preccl / static", "limit",
+            "preccl of limit", "of TCP ceiling"] + others
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for key in order:
+        v = table[key]
+        st, pr = v.get("static"), v.get("preccl")
+        f = lambda r: f"{float(r['busbw']):.1f}" if r else "-"
+        ratio = f"{float(pr['busbw']) / float(st['busbw']):.2f}x" if st and pr else "-"
+        limit = (pr or st or {}).get("capacity_limit") or "-"
+        frac = f"{float(pr['fraction_of_capacity']):.2f}" if pr and pr.get("fraction_of_capacity") else "-"
+        tcp = f"{float(pr['fraction_of_capacity']) / a.tcp_ceiling:.2f}" if frac != "-" else "-"
+        cells = [key[0], key[1], key[2], f(st), f(pr), ratio, limit, frac, tcp] + [f(v.get(o)) for o in others]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
