@@ -242,6 +242,38 @@ TEST_CASE("small messages between large ones do not disturb beta", "[policy]") {
   REQUIRE(m.vt[0].alphaNs == Approx(200'000).epsilon(0.05));  // the small ones still teach alpha
 }
 
+TEST_CASE("beta: a change that starts inside an epoch is taken at its first whole epoch; a spike is not", "[policy]") {
+  // One VT, 1 MiB per epoch, no latency: each epoch's sample is its ns per byte.
+  auto feed = [](ModelState m, uint64_t epoch, double nsPerByte) {
+    EpochTelemetry t;
+    t.reset(epoch, 1, 1);
+    t.at(0, 0).bytes = 1 << 20;
+    t.at(0, 0).elapsedNs = static_cast<uint64_t>(nsPerByte * (1 << 20));
+    return modelUpdate(m, t);
+  };
+  auto beta = [](const ModelState& m) { return static_cast<double>(m.vt[0].betaQ) / (1 << kBetaShift); };
+  ModelState m;
+  uint64_t e = 0;
+  for (int i = 0; i < 5; i++) m = feed(m, ++e, 1.0);
+  SECTION("a change: partial epoch (1.6), then whole ones (2.5)") {
+    m = feed(m, ++e, 1.6);
+    REQUIRE(beta(m) == Approx(1.0));  // one sample off: could be noise
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(2.5));  // confirmed: the newest, not the median (1.6)
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(2.5));
+  }
+  SECTION("a spike is ignored, and so is noise within 1/5") {
+    m = feed(m, ++e, 3.0);
+    REQUIRE(beta(m) == Approx(1.0));
+    m = feed(m, ++e, 1.0);
+    REQUIRE(beta(m) == Approx(1.0));
+    m = feed(m, ++e, 1.15);
+    m = feed(m, ++e, 1.1);
+    REQUIRE(beta(m) == Approx(1.1));  // the median of (1.0, 1.15, 1.1): no jump to the newest
+  }
+}
+
 TEST_CASE("one VT, 32 VTs, zero bytes", "[policy]") {
   SECTION("one VT carries everything") {
     SimConfig cfg;
