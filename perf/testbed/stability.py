@@ -89,7 +89,12 @@ def main():
             print(f"   share change per iteration after the first {a.skip}: points of the total mean "
                   f"{pct(absm, statistics.mean)} max {pct(absm, max)}; relative to the VT's share mean "
                   f"{pct(relm, statistics.mean)} max {pct(relm, max)}")
-        marks = [(t, label) for t, label in leg.get("capacity_marks", [])]
+        marks = []  # events less than 1 s apart (several flows started together) count as one
+        for t, label in sorted(leg.get("capacity_marks", [])):
+            if marks and t - marks[-1][0] < 1.0:
+                marks[-1] = (marks[-1][0], marks[-1][1] + ", " + label)
+            else:
+                marks.append((t, label))
         for i, (t, label) in enumerate(marks):
             t_next = marks[i + 1][0] if i + 1 < len(marks) else float("inf")
             steady, seq, settle = reaction(iters, t, t_next)
