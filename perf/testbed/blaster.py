@@ -17,12 +17,16 @@ import time
 CHUNK = 64 << 10
 
 
-class _Stop(Exception):
-    pass
+# SIGTERM/SIGINT only set a flag, and every blocking call waits at most TICK, so the loops see it: a
+# handler that raised could fire inside the handling of another error (the peer, stopped at the same
+# moment, resets the connection) and end the process with a traceback instead of its JSON line.
+TICK = 0.5
+_stop = False
 
 
 def _on_term(signum, frame):
-    raise _Stop()
+    global _stop
+    _stop = True
 
 
 def _addr(text):
@@ -38,20 +42,29 @@ def recv(args):
     srv.bind(_addr(args.bind))
     srv.listen(1)
     print(json.dumps({"listening": args.bind}), flush=True)
+    conn = None
     try:
-        srv.settimeout(max(0.01, deadline - time.monotonic()))
-        conn, _ = srv.accept()
-        t_first = time.monotonic()
-        while True:
+        while conn is None and not _stop and time.monotonic() < deadline:
+            srv.settimeout(max(0.01, min(TICK, deadline - time.monotonic())))
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                pass
+        if conn is not None:
+            t_first = time.monotonic()
+        while conn is not None and not _stop:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            conn.settimeout(left)
-            data = conn.recv(1 << 20)
+            conn.settimeout(min(TICK, left))
+            try:
+                data = conn.recv(1 << 20)
+            except socket.timeout:
+                continue
             if not data:
                 break
             total += len(data)
-    except (socket.timeout, _Stop, ConnectionError):
+    except ConnectionError:
         pass
     t = time.monotonic() - (t_first or t0)
     print(json.dumps({"role": "recv", "bytes": total, "seconds": round(t, 3)}), flush=True)
@@ -64,33 +77,37 @@ def send(args):
     try:
         # The receiver may still be starting: retry the connect within the time bound (a fresh socket
         # each time: Linux refuses a second connect on a socket whose first one failed).
-        while True:
+        s = None
+        while s is None and not _stop:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((args.bind, 0))
             try:
                 s.settimeout(max(0.01, min(1.0, deadline - time.monotonic())))
                 s.connect(_addr(args.to))
-                break
             except (ConnectionRefusedError, socket.timeout):
                 s.close()
+                s = None
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.05)
-        while total < args.bytes:
+        while s is not None and not _stop and total < args.bytes:
             now = time.monotonic()
             if now >= deadline:
                 break
             if args.rate:  # pace: never ahead of rate * elapsed
                 ahead = total * 8 / args.rate - (now - t0)
                 if ahead > 0:
-                    time.sleep(min(ahead, deadline - now))
+                    time.sleep(min(ahead, deadline - now, TICK))
                     continue
-            s.settimeout(max(0.01, deadline - now))
-            n = s.send(buf[:min(CHUNK, args.bytes - total)])
-            total += n
-        s.close()
-    except (_Stop, OSError) as e:
-        err = None if isinstance(e, _Stop) else str(e)
+            s.settimeout(max(0.01, min(TICK, deadline - now)))
+            try:
+                total += s.send(buf[:min(CHUNK, args.bytes - total)])
+            except socket.timeout:
+                continue
+        if s is not None:
+            s.close()
+    except OSError as e:
+        err = str(e)
     out = {"role": "send", "bytes": total, "seconds": round(time.monotonic() - t0, 3)}
     if err:
         out["error"] = err
