@@ -263,6 +263,22 @@ TEST_CASE("beta: a change that starts inside an epoch is taken at its first whol
     m = feed(m, ++e, 2.5);
     REQUIRE(beta(m) == Approx(2.5));
   }
+  SECTION("a change that began late in its epoch: a partial sample off by only 1/8, then whole ones") {
+    m = feed(m, ++e, 1.125);
+    REQUIRE(beta(m) == Approx(1.0));
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(2.5));  // the partial one was off by more than 1/10 on the same side
+  }
+  SECTION("a spike after a sample within 1/10 is not a change") {
+    m = feed(m, ++e, 1.08);
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(1.08));  // the median of (1.0, 1.08, 2.5)
+  }
+  SECTION("a spike after a sample off on the other side is not a change") {
+    m = feed(m, ++e, 0.85);
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(1.0));  // the median of (1.0, 0.85, 2.5)
+  }
   SECTION("a spike is ignored, and so is noise within 1/5") {
     m = feed(m, ++e, 3.0);
     REQUIRE(beta(m) == Approx(1.0));

@@ -54,11 +54,13 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
   const uint64_t before = m.betaQ;
   if (m.nSamples >= static_cast<uint64_t>(kBetaWindow)) {
     // Median of 3: a single outlier is dropped; a real change wins from its second epoch on. A change
-    // that began inside an epoch gives a partial sample first: when the two newest samples are both off
-    // the estimate by more than 1/kConfirmDiv on the same side, the change is confirmed and the newest
-    // (the only one wholly after it) is taken, instead of the median, which would be the partial one.
+    // that began inside an epoch gives a partial sample first: when the newest sample is off the estimate
+    // by more than 1/kConfirmDiv and the one before it by more than half that, on the same side, the
+    // change is confirmed and the newest (the only one wholly after it) is taken, instead of the median,
+    // which would be the partial one. Half, since a partial sample shows only part of the change.
     const uint64_t prev = m.sample[(m.nSamples - 2) % kBetaWindow], old = m.betaQ, tol = old / kConfirmDiv;
-    const bool up = s > old + tol && prev > old + tol, down = s + tol < old && prev + tol < old;
+    const uint64_t tolPrev = tol / 2;
+    const bool up = s > old + tol && prev > old + tolPrev, down = s + tol < old && prev + tolPrev < old;
     m.betaQ = old != 0 && (up || down) ? s : lowerMedian(std::vector<uint64_t>(m.sample, m.sample + kBetaWindow));
   } else {
     m.betaQ = s;  // too few samples for a median: follow the newest

@@ -14,7 +14,8 @@ constexpr int kBetaWindow = 3;        // median of the last 3 per-byte samples: 
 constexpr int kAlphaWindow = 8;       // (bytes, time) points kept for the intercept fit
 constexpr uint64_t kAlphaSpread = 2;  // a point pair gives an intercept only if its byte counts differ 2x
 constexpr uint64_t kRegimeDiv = 4;    // beta moving by more than 1/4 restarts the alpha fit window
-constexpr uint64_t kConfirmDiv = 5;   // two newest samples off the estimate by > 1/5, same side: a change
+constexpr uint64_t kConfirmDiv = 5;   // newest sample off the estimate by > 1/5, the one before by > 1/10,
+                                      // same side: a change (docs/policy.md)
 // Observations smaller than this feed the alpha fit only: their time is mostly latency, and a per-byte
 // sample from them (a 1-element sync AllReduce between large calls) would be an outlier in beta's window.
 constexpr uint64_t kBetaMinBytes = 64 << 10;
