@@ -303,6 +303,20 @@ double railShare(Rank& r, int rail) {
       if (st[v].nic == rail) share += st[v].share;
   return share;
 }
+
+// Broadcasts and/or Reduces (both roots, in-place and not) on a fresh communicator, with nothing else to
+// learn from: their own telemetry tail must move their size classes off the shaped rail1.
+void learnFromOwnTail(Rank& r, const std::string& what, const std::vector<Coll>& colls) {
+  const size_t count = (size_t(2) << 20) / 4;
+  for (int i = 0; i < 10; ++i) {
+    const Coll c = colls[size_t(i) % colls.size()];
+    runCase(r, Case{c, precclInt32, kSum, count, i % 4 >= 2, (i / 2) % 2, uint32_t(400 + i)});
+    if (i < 8) continue;
+    const double slow = railShare(r, 1);
+    r.info(what + (c == Coll::Broadcast ? " Broadcast" : " Reduce") + ": share on rail1 " + std::to_string(slow));
+    r.check(slow < 0.25, "preccl " + what + ": rail1 still carries " + std::to_string(slow) + " of the bytes");
+  }
+}
 }  // namespace
 
 TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
@@ -327,14 +341,7 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
       const size_t count = (size_t(2) << 20) / 4;
       // Chains (ring Broadcast and Reduce) learn from their own telemetry tail: run first on the fresh
       // communicator, with no AllReduce to learn from, they move their own size classes off rail1.
-      for (int i = 0; i < 10 && pol == "preccl"; ++i) {
-        const Coll c = i % 2 == 0 ? Coll::Broadcast : Coll::Reduce;
-        runCase(r, Case{c, precclInt32, kSum, count, i % 4 >= 2, (i / 2) % 2, uint32_t(400 + i)});
-        if (i < 8) continue;
-        const double chainSlow = railShare(r, 1);
-        r.info(std::string(c == Coll::Broadcast ? "Broadcast" : "Reduce") + ": share on rail1 " + std::to_string(chainSlow));
-        r.check(chainSlow < 0.25, "preccl chain: rail1 still carries " + std::to_string(chainSlow) + " of the bytes");
-      }
+      if (pol == "preccl") learnFromOwnTail(r, "chain", {Coll::Broadcast, Coll::Reduce});
       for (int i = 0; i < 8; ++i) runCase(r, Case{Coll::AllReduce, precclFloat, kSum, count, i % 2 == 1, 0, uint32_t(300 + i)});
       const double slow = railShare(r, 1), fast = railShare(r, 0);
       r.info(pol + ": share on the shaped rail1 " + std::to_string(slow) + ", on rail0 " + std::to_string(fast));
@@ -342,6 +349,16 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
       else r.check(slow < 0.25, "preccl: rail1 (40 Mbit/s) still carries " + std::to_string(slow) + " of the bytes");
     });
     reportToCatch(std::string("slow NIC, ") + policy, g);
+  }
+  // Tree Broadcast (a tail up to the root and down again) and tree Reduce (down from the root), each alone
+  // on its own communicator: together, either would also learn from the other's telemetry.
+  for (Coll c : {Coll::Broadcast, Coll::Reduce}) {
+    GroupOptions opt;
+    opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", "30"}, {"PRECCL_CHECK_ALLOC", "1"},
+               {"PRECCL_ALGO", "tree"},          {"PRECCL_POLICY", "preccl"}};
+    opt.timeoutSec = 240;
+    opt.beforeInit = [&](int rank) { enterNs(bed->ns(rank)); };
+    reportToCatch("slow NIC, tree", runGroup(kHosts, opt, [&](Rank& r) { learnFromOwnTail(r, "tree", {c}); }));
   }
   CHECK(bed->teardown());
 }

@@ -75,7 +75,7 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
 
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose chunks
 // are all non-empty (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
-// with any bytes on v (up to the root, whose last slots down hold everything), a ring Broadcast/Reduce
+// with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
 // whose telemetry tail ran. Every rank computes the same answer from the same allocation, so all agree on
 // whether the epoch's telemetry is complete.
 static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t vtCount) {
@@ -85,7 +85,7 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t v
     case Coll::AllGather:
     case Coll::ReduceScatter: return vtCount > 0;
     case Coll::Broadcast:
-    case Coll::Reduce: return chainTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks, tree, true);
+    case Coll::Reduce: return teleTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks, true);
     default: return false;
   }
 }

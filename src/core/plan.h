@@ -43,14 +43,15 @@ inline size_t chunkCount(size_t count, int n, int i) { return count / n + (stati
 
 Conn* connTo(precclComm* comm, int peer, int vt);
 
-// Ring Broadcast and Reduce are chains: cargo flows one way, so only the chain's last rank hears every
-// record. When a chain carries cargo and is large enough that one more ring pass of header-only slots is
-// noise, each VT's last rank sends its maxima on around the ring (n-1 hops; docs/telemetry.md). Every
-// rank evaluates this from values all ranks share, so all agree whether the tail runs.
-constexpr size_t kChainTailMinBytes = 1 << 20;
-inline bool chainTailRuns(const CctArgs& a, size_t bytes, int nranks, bool tree, bool haveCargo) {
-  return haveCargo && !tree && nranks > 1 && bytes >= kChainTailMinBytes &&
-         (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
+// Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so their cargo reaches
+// only the ranks downstream of everyone: a chain's last rank, a tree Reduce's root, nobody at all in a tree
+// Broadcast. When such a CCT carries cargo and is large enough that a few hops of header-only slots are
+// noise, each VT appends a telemetry tail after its data (docs/telemetry.md): around the ring from the
+// chain's last rank (n-1 hops), or down the tree from the root (preceded, for a Broadcast, by one pass up
+// to it). Every rank evaluates this from values all ranks share, so all agree whether the tail runs.
+constexpr size_t kTeleTailMinBytes = 1 << 20;
+inline bool teleTailRuns(const CctArgs& a, size_t bytes, int nranks, bool haveCargo) {
+  return haveCargo && nranks > 1 && bytes >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
 }
 
 bool useTree(precclComm* comm, const CctArgs& a);

@@ -39,7 +39,7 @@ RingCtx ctx(precclComm* comm, const CctArgs& a) {
 // sends one header-only slot to the first, and every rank but the one before the last forwards it, so
 // the maxima the last rank holds reach everyone in n-1 hops.
 void appendChainTail(const RingCtx& r, const CctPlan& plan, int d, Task* t) {
-  if (!chainTailRuns(r.a, r.a.count * r.esz, r.n, false, plan.teleEpoch != CctPlan::kNoTele)) return;
+  if (!teleTailRuns(r.a, r.a.count * r.esz, r.n, plan.teleEpoch != CctPlan::kNoTele)) return;
   Step s = step(d == r.n - 1 ? nullptr : r.prev(t->vt), d == r.n - 2 ? nullptr : r.next(t->vt), nullptr, nullptr, 0,
                 false);
   s.headerOnly = true;

@@ -55,6 +55,17 @@ Step downStep(precclComm* comm, const TreeLinks& tl, int vt, const char* src, ch
   return t.s;
 }
 
+// Header-only telemetry steps along the tree (plan.h teleTailRuns): `up` takes the children's maxima to the
+// parent, `down` the parent's to the children. A step with no peer at all cannot occur: n > 1.
+Step headerStep(precclComm* comm, const TreeLinks& tl, int vt, bool up) {
+  TreeStep t;
+  for (int c = 0; c < 2; c++)
+    if (tl.child[c] >= 0) up ? t.recvFrom(connTo(comm, tl.child[c], vt)) : t.sendTo(connTo(comm, tl.child[c], vt));
+  if (tl.parent >= 0) up ? t.sendTo(connTo(comm, tl.parent, vt)) : t.recvFrom(connTo(comm, tl.parent, vt));
+  t.s.headerOnly = true;
+  return t.s;
+}
+
 }  // namespace
 
 void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
@@ -73,21 +84,27 @@ void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
 
 void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, plan->teleEpoch != CctPlan::kNoTele);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
-    plan->tasks.push_back(oneStep(
-        v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b)));
+    Task t = oneStep(v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b));
+    // The data came down from the root, which heard nobody: the tail goes up to it, then down to all.
+    if (tail) t.steps.push_back(headerStep(comm, tl, v, true)), t.steps.push_back(headerStep(comm, tl, v, false));
+    plan->tasks.push_back(std::move(t));
   }
 }
 
 void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, plan->teleEpoch != CctPlan::kNoTele);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
-    plan->tasks.push_back(oneStep(v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false)));
+    Task t = oneStep(v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false));
+    if (tail) t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
+    plan->tasks.push_back(std::move(t));
   }
 }
 
