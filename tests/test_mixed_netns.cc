@@ -330,12 +330,17 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
   INFO("could not build or shape the namespaces: " << bed->error() << log);
   REQUIRE(bed->ok());
   REQUIRE(bed->shape(0, 1, "40mbit", &log));
-  for (const char* policy : {"static", "preccl"}) {
+  // One rank per namespace, over the rails, with every slot's allocation digest checked.
+  auto options = [&](const char* algo, const char* policy) {
     GroupOptions opt;
     opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", "30"}, {"PRECCL_CHECK_ALLOC", "1"},
-               {"PRECCL_ALGO", "ring"},          {"PRECCL_POLICY", policy}};
+               {"PRECCL_ALGO", algo},            {"PRECCL_POLICY", policy}};
     opt.timeoutSec = 240;
     opt.beforeInit = [&](int rank) { enterNs(bed->ns(rank)); };
+    return opt;
+  };
+  for (const char* policy : {"static", "preccl"}) {
+    const GroupOptions opt = options("ring", policy);
     const std::string pol = policy;
     GroupResult g = runGroup(kHosts, opt, [&](Rank& r) {
       const size_t count = (size_t(2) << 20) / 4;
@@ -352,13 +357,8 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
   }
   // Tree Broadcast (a tail up to the root and down again) and tree Reduce (down from the root), each alone
   // on its own communicator: together, either would also learn from the other's telemetry.
-  for (Coll c : {Coll::Broadcast, Coll::Reduce}) {
-    GroupOptions opt;
-    opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", "30"}, {"PRECCL_CHECK_ALLOC", "1"},
-               {"PRECCL_ALGO", "tree"},          {"PRECCL_POLICY", "preccl"}};
-    opt.timeoutSec = 240;
-    opt.beforeInit = [&](int rank) { enterNs(bed->ns(rank)); };
-    reportToCatch("slow NIC, tree", runGroup(kHosts, opt, [&](Rank& r) { learnFromOwnTail(r, "tree", {c}); }));
-  }
+  for (Coll c : {Coll::Broadcast, Coll::Reduce})
+    reportToCatch("slow NIC, tree",
+                  runGroup(kHosts, options("tree", "preccl"), [&](Rank& r) { learnFromOwnTail(r, "tree", {c}); }));
   CHECK(bed->teardown());
 }

@@ -90,7 +90,10 @@ void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     Task t = oneStep(v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b));
     // The data came down from the root, which heard nobody: the tail goes up to it, then down to all.
-    if (tail) t.steps.push_back(headerStep(comm, tl, v, true)), t.steps.push_back(headerStep(comm, tl, v, false));
+    if (tail) {
+      t.steps.push_back(headerStep(comm, tl, v, true));
+      t.steps.push_back(headerStep(comm, tl, v, false));
+    }
     plan->tasks.push_back(std::move(t));
   }
 }
