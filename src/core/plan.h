@@ -2,6 +2,7 @@
 // per algorithm family (plan_ring.cc, plan_tree.cc, plan_p2p.cc); this is the only place that knows
 // which rank sends what to whom.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -42,6 +43,20 @@ inline size_t chunkOffset(size_t count, int n, int i) {
 inline size_t chunkCount(size_t count, int n, int i) { return count / n + (static_cast<size_t>(i) < count % n ? 1 : 0); }
 
 Conn* connTo(precclComm* comm, int peer, int vt);
+
+// The pipeline's piece: the bytes a Step moves per slot. A slot is forwarded only once it is received
+// whole, so every call starts and ends with a few piece-times in which not every link is busy. Each VT's
+// stream (what one rank forwards in sequence: a ring chunk, a block, a chain's or tree's range) is cut
+// into at least kPipelinePieces pieces, so that this loss is a bounded part of the VT's time whatever its
+// link's speed (preccl gives a slow VT fewer bytes, so its pieces shrink with its rate); but no piece is
+// smaller than kMinPieceBytes (the per-slot work) or larger than the FIFO's slot. Measured in
+// docs/results.md ("Where the rest goes").
+constexpr size_t kPipelinePieces = 32;
+constexpr size_t kMinPieceBytes = 128 << 10;
+inline size_t pieceBytes(size_t slotBytes, size_t streamBytes, size_t esz) {
+  const size_t want = std::max((streamBytes + kPipelinePieces - 1) / kPipelinePieces, kMinPieceBytes);
+  return std::max(esz, std::min(want, slotBytes) / esz * esz);
+}
 
 // Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so their cargo reaches
 // only the ranks downstream of everyone: a chain's last rank, a tree Reduce's root, nobody at all in a tree

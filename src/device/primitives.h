@@ -34,6 +34,7 @@ struct Step {
 struct Task {
   int vt = 0;
   std::vector<Step> steps;
+  size_t pieceBytes = 0;  // bytes per slot (core/plan.h pieceBytes; a multiple of the element size); 0: the FIFO's slot
   // Progress.
   size_t cur = 0;
   size_t off = 0;
