@@ -269,6 +269,36 @@ TEST_CASE("beta: a change that starts inside an epoch is taken at its first whol
     m = feed(m, ++e, 2.5);
     REQUIRE(beta(m) == Approx(2.5));  // the partial one was off by more than 1/10 on the same side
   }
+  SECTION("a change that builds up over epochs: each further step is taken at once") {
+    m = feed(m, ++e, 1.5);
+    REQUIRE(beta(m) == Approx(1.0));
+    m = feed(m, ++e, 2.2);
+    REQUIRE(beta(m) == Approx(2.2));  // confirmed
+    m = feed(m, ++e, 3.0);
+    REQUIRE(beta(m) == Approx(3.0));  // goes on: not the median (2.2)
+    m = feed(m, ++e, 3.1);
+    REQUIRE(beta(m) == Approx(3.0));  // within 1/5: the median again
+    m = feed(m, ++e, 5.0);
+    REQUIRE(beta(m) == Approx(3.1));  // the change had ended: a lone spike is dropped
+  }
+  SECTION("a spike right after a change is taken once and undone at the next epoch") {
+    m = feed(m, ++e, 1.6);
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(2.5));
+    m = feed(m, ++e, 6.0);
+    REQUIRE(beta(m) == Approx(6.0));
+    m = feed(m, ++e, 2.5);
+    REQUIRE(beta(m) == Approx(2.5));  // the median of (2.5, 6.0, 2.5)
+  }
+  SECTION("a change down that builds up") {
+    m = feed(m, ++e, 0.7);
+    m = feed(m, ++e, 0.5);
+    REQUIRE(beta(m) == Approx(0.5));
+    m = feed(m, ++e, 0.3);
+    REQUIRE(beta(m) == Approx(0.3));
+    m = feed(m, ++e, 0.9);
+    REQUIRE(beta(m) == Approx(0.5));  // the other side: the median of (0.5, 0.3, 0.9)
+  }
   SECTION("a spike after a sample within 1/10 is not a change") {
     m = feed(m, ++e, 1.08);
     m = feed(m, ++e, 2.5);

@@ -59,9 +59,17 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
     // change is confirmed and the newest (the only one wholly after it) is taken, instead of the median,
     // which would be the partial one. Half, since a partial sample shows only part of the change.
     const uint64_t prev = m.sample[(m.nSamples - 2) % kBetaWindow], old = m.betaQ, tol = old / kConfirmDiv;
+    // A change that builds up over epochs (contention whose flows take a few epochs to claim their
+    // share) would then stall at its first confirmed level for an epoch, the median being that level:
+    // so right after a change was taken, a sample further on the same side by more than 1/kConfirmDiv
+    // is taken too. Only there: a lone spike in steady state is still dropped, and one right after a
+    // change is undone by the median at the next epoch.
     const uint64_t tolPrev = tol / 2;
-    const bool up = s > old + tol && prev > old + tolPrev, down = s + tol < old && prev + tolPrev < old;
-    m.betaQ = old != 0 && (up || down) ? s : lowerMedian(std::vector<uint64_t>(m.sample, m.sample + kBetaWindow));
+    const bool up = s > old + tol && (prev > old + tolPrev || m.trend > 0);
+    const bool down = s + tol < old && (prev + tolPrev < old || m.trend < 0);
+    const bool take = old != 0 && (up || down);
+    m.betaQ = take ? s : lowerMedian(std::vector<uint64_t>(m.sample, m.sample + kBetaWindow));
+    m.trend = take ? (up ? 1 : -1) : 0;
   } else {
     m.betaQ = s;  // too few samples for a median: follow the newest
   }

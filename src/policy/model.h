@@ -15,7 +15,8 @@ constexpr int kAlphaWindow = 8;       // (bytes, time) points kept for the inter
 constexpr uint64_t kAlphaSpread = 2;  // a point pair gives an intercept only if its byte counts differ 2x
 constexpr uint64_t kRegimeDiv = 4;    // beta moving by more than 1/4 restarts the alpha fit window
 constexpr uint64_t kConfirmDiv = 5;   // newest sample off the estimate by > 1/5, the one before by > 1/10,
-                                      // same side: a change (docs/policy.md)
+                                      // same side: a change; right after a change, one more sample off by
+                                      // > 1/5 on its side: the change goes on (docs/policy.md)
 // Observations smaller than this feed the alpha fit only: their time is mostly latency, and a per-byte
 // sample from them (a 1-element sync AllReduce between large calls) would be an outlier in beta's window.
 constexpr uint64_t kBetaMinBytes = 64 << 10;
@@ -25,6 +26,7 @@ struct VtModel {
   uint64_t betaQ = 0;   // ns per byte << kBetaShift; 0 while the VT has never carried bytes
   uint64_t sample[kBetaWindow] = {};  // the last per-byte samples, newest at (nSamples - 1) % window
   uint64_t nSamples = 0;
+  int trend = 0;  // +1 / -1: the last update took a change up / down (confirmed or going on); else 0
   uint64_t obsBytes[kAlphaWindow] = {};  // ring of recent (bytes, time) points for the alpha fit
   uint64_t obsNs[kAlphaWindow] = {};
   uint32_t nObs = 0;
