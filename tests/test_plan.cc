@@ -22,6 +22,11 @@ TEST_CASE("pipeline pieces: at least kPipelinePieces per stream, within [min pie
   CHECK((10'000'003 + p - 1) / p <= kPipelinePieces + 1);
   // Large streams: the FIFO's slot bounds it.
   CHECK(pieceBytes(slot, size_t{1} << 34, 4) == slot);
+  // The policy's cap from the VT's rate (a slow link) goes below the minimum piece; 0 means none.
+  CHECK(pieceBytes(slot, 1 << 30, 4, 20'000) == 20'000);
+  CHECK(pieceBytes(slot, 1 << 30, 8, 20'004) == 20'000);
+  CHECK(pieceBytes(slot, 1000, 4, 1 << 20) == kMinPieceBytes);
+  CHECK(pieceBytes(slot, 1 << 30, 4, 0) == slot);
   // A slot smaller than the minimum piece (PRECCL_SLOT_BYTES=4K) wins: a piece never exceeds the FIFO.
   CHECK(pieceBytes(4096, 1 << 30, 8) == 4096);
   CHECK(pieceBytes(4096, 10, 8) == 4096);

@@ -131,6 +131,26 @@ TEST_CASE("preccl converges to equal completion times: one NIC at 25%", "[policy
   REQUIRE(last[3].count * 4 == Approx(last[0].count).epsilon(0.02));
 }
 
+TEST_CASE("preccl and aimd bound each VT's pipeline piece by its modelled rate; static does not", "[policy]") {
+  SimConfig cfg = fourVtsOneSlow();
+  for (SimVt& v : cfg.vt) v.rateBps /= 100;  // 10 MB/s and 2.5 MB/s: links where pieces matter
+  const AllocRequest req = request(4 << 20, 4, 4);
+  for (PolicyKind k : {PolicyKind::Preccl, PolicyKind::Aimd}) {
+    auto run = simRun(k, cfg, req, 6);
+    REQUIRE(run.front().al.vt[0].pieceCapBytes == 0);  // nothing known yet
+    const auto& al = run.back().al.vt;
+    // kPieceNs at the VT's rate: 5 ms at 10 MB/s = 50 kB, at 2.5 MB/s 12.5 kB, raised to the 16 KiB floor.
+    CHECK(al[0].pieceCapBytes == Approx(50'000).epsilon(0.05));
+    CHECK(al[3].pieceCapBytes == kMinPieceCapBytes);
+  }
+  for (const SimStep& s : simRun(PolicyKind::Static, cfg, req, 6))
+    for (const VtRange& r : s.al.vt) REQUIRE(r.pieceCapBytes == 0);
+  // Part of the digest: ranks that disagreed on a piece would fail the allocation check.
+  Allocation a = staticAllocation(req), b = a;
+  b.vt[1].pieceCapBytes = 1 << 20;
+  REQUIRE(a.digest() != b.digest());
+}
+
 TEST_CASE("VTs that share a NIC: preccl balances the links and splits each equally", "[policy]") {
   // 2 NICs x 2 VTs (VT v on NIC v mod 2), NIC 0 at 25%: the VTs of one NIC share its rate fairly, so the
   // one with fewer bytes looks slower per byte than it is. Balancing VTs one by one would chase that; the

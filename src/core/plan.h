@@ -50,11 +50,13 @@ Conn* connTo(precclComm* comm, int peer, int vt);
 // into at least kPipelinePieces pieces, so that this loss is a bounded part of the VT's time whatever its
 // link's speed (preccl gives a slow VT fewer bytes, so its pieces shrink with its rate); but no piece is
 // smaller than kMinPieceBytes (the per-slot work) or larger than the FIFO's slot. Measured in
-// docs/results.md ("Where the rest goes").
+// docs/results.md ("Where the rest goes"). The policy may bound it further by the VT's modelled rate
+// (`capBytes`, VtRange::pieceCapBytes, 0 = none): on a slow link even the minimum piece takes long.
 constexpr size_t kPipelinePieces = 32;
 constexpr size_t kMinPieceBytes = 128 << 10;
-inline size_t pieceBytes(size_t slotBytes, size_t streamBytes, size_t esz) {
-  const size_t want = std::max((streamBytes + kPipelinePieces - 1) / kPipelinePieces, kMinPieceBytes);
+inline size_t pieceBytes(size_t slotBytes, size_t streamBytes, size_t esz, size_t capBytes = 0) {
+  size_t want = std::max((streamBytes + kPipelinePieces - 1) / kPipelinePieces, kMinPieceBytes);
+  if (capBytes != 0) want = std::min(want, capBytes);
   return std::max(esz, std::min(want, slotBytes) / esz * esz);
 }
 

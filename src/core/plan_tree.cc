@@ -17,11 +17,11 @@ struct TreeStep {
 };
 
 // A task of one data step (plus, later, telemetry steps), its range streamed in pieces (plan.h).
-Task oneStep(precclComm* comm, int vt, const Step& s, size_t esz) {
+Task oneStep(precclComm* comm, const VtRange& range, int vt, const Step& s, size_t esz) {
   Task t;
   t.vt = vt;
   t.steps.push_back(s);
-  t.pieceBytes = pieceBytes(comm->slotBytes, s.bytes, esz);
+  t.pieceBytes = pieceBytes(comm->slotBytes, s.bytes, esz, range.pieceCapBytes);
   return t;
 }
 
@@ -79,8 +79,8 @@ void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     const char* src = static_cast<const char*>(a.sendbuff) + o;
     char* dst = static_cast<char*>(a.recvbuff) + o;
-    plan->tasks.push_back(oneStep(comm, v, upStep(comm, tl, v, src, dst, b, true), esz));
-    if (tl.parent >= 0) plan->tasks.push_back(oneStep(comm, v, downStep(comm, tl, v, nullptr, dst, b), esz));
+    plan->tasks.push_back(oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz));
+    if (tl.parent >= 0) plan->tasks.push_back(oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz));
   }
 }
 
@@ -90,7 +90,7 @@ void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
-    Task t = oneStep(comm, v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b),
+    Task t = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b),
                      esz);
     // The data came down from the root, which heard nobody: the tail goes up to it, then down to all.
     if (tail) {
@@ -108,7 +108,7 @@ void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
-    Task t = oneStep(comm, v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
+    Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
     if (tail) t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
     plan->tasks.push_back(std::move(t));
   }

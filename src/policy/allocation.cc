@@ -20,7 +20,7 @@ bool Allocation::coversExactly(size_t count) const {
 }
 
 uint32_t Allocation::digest() const {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over (offset, count) pairs
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over (offset, count, piece cap)
   auto mix = [&](uint64_t v) {
     for (int i = 0; i < 8; i++) {
       h ^= (v >> (8 * i)) & 0xff;
@@ -30,6 +30,7 @@ uint32_t Allocation::digest() const {
   for (auto& r : vt) {
     mix(r.offset);
     mix(r.count);
+    mix(r.pieceCapBytes);
   }
   return static_cast<uint32_t>(h ^ (h >> 32));
 }

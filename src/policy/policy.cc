@@ -303,7 +303,15 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
     set.steps++;
   }
   set.modelVersion = st.model.version;
-  return sharesToAllocation(req, set.share, mask);
+  Allocation a = sharesToAllocation(req, set.share, mask);
+  for (int v = 0; v < n; v++) {
+    int64_t alpha;
+    uint64_t betaQ;
+    if (a.vt[v].count == 0 || !modelParams(st.model, v, &alpha, &betaQ)) continue;
+    const i128 cap = (static_cast<i128>(kPieceNs) << kBetaShift) / std::max<uint64_t>(1, betaQ);
+    a.vt[v].pieceCapBytes = static_cast<size_t>(std::clamp<i128>(cap, kMinPieceCapBytes, uint64_t{1} << 40));
+  }
+  return a;
 }
 
 const ShareSet* policyShares(const PolicyState& st, const AllocKey& key, const AllocRequest& req) {
