@@ -48,6 +48,9 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     CHECK(line.back() == '}');
     CHECK(line.find("\"coll\":\"AllReduce\"") != std::string::npos);
     CHECK(line.find("\"vts\":[{\"vt\":0,") != std::string::npos);
+    CHECK(line.find("\"alphaNs\":") != std::string::npos);
+    CHECK(line.find("\"nsPerMiB\":") != std::string::npos);
+    CHECK(line.find("\"pieceBytes\":0") == std::string::npos);  // every VT's piece is known
     if (line.rfind("{\"rank\":0,", 0) == 0) {
       rank0++;
       const size_t at = line.find("\"epoch\":");

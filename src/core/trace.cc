@@ -32,11 +32,20 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
   for (int v = 0; v < comm->nVTs; v++) {
     const VtCounters& c = comm->vtStats[v];
     const size_t range = v < static_cast<int>(al.vt.size()) ? al.vt[v].count * esz : 0;
+    size_t piece = 0;  // the pipeline piece of the VT's first task
+    for (const Task& t : plan.tasks)
+      if (t.vt == v) {
+        piece = t.pieceBytes ? t.pieceBytes : comm->slotBytes;
+        break;
+      }
+    int64_t alpha = 0;
+    uint64_t betaQ = 0;  // ns per byte << 20 = ns per MiB
+    modelParams(comm->policy.model, v, &alpha, &betaQ);
     vts += fmt::format(
         "{}{{\"vt\":{},\"rangeBytes\":{},\"share\":{:.6f},\"sentBytes\":{},\"stalls\":{},\"stallNs\":{},\"elapsedNs\":{},"
-        "\"estimateNs\":{}}}",
+        "\"estimateNs\":{},\"alphaNs\":{},\"nsPerMiB\":{},\"pieceBytes\":{}}}",
         v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, plan.vtDoneNs[v],
-        modelEstimateNs(comm->policy.model, v, c.lastBytes));
+        modelEstimateNs(comm->policy.model, v, c.lastBytes), alpha, betaQ, piece);
   }
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
