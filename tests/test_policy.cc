@@ -133,14 +133,14 @@ TEST_CASE("preccl converges to equal completion times: one NIC at 25%", "[policy
 
 TEST_CASE("preccl and aimd bound each VT's pipeline piece by its modelled rate; static does not", "[policy]") {
   SimConfig cfg = fourVtsOneSlow();
-  for (SimVt& v : cfg.vt) v.rateBps /= 100;  // 10 MB/s and 2.5 MB/s: links where pieces matter
+  for (SimVt& v : cfg.vt) v.rateBps /= 50;  // 20 MB/s and 5 MB/s: links where pieces matter
   const AllocRequest req = request(4 << 20, 4, 4);
   for (PolicyKind k : {PolicyKind::Preccl, PolicyKind::Aimd}) {
     auto run = simRun(k, cfg, req, 6);
     REQUIRE(run.front().al.vt[0].pieceCapBytes == 0);  // nothing known yet
     const auto& al = run.back().al.vt;
-    // kPieceNs at the VT's rate: 5 ms at 10 MB/s = 50 kB, at 2.5 MB/s 12.5 kB, raised to the 16 KiB floor.
-    CHECK(al[0].pieceCapBytes == Approx(50'000).epsilon(0.05));
+    // kPieceNs at the VT's rate: 5 ms at 20 MB/s = 100 kB, at 5 MB/s 25 kB, raised to the 64 KiB floor.
+    CHECK(al[0].pieceCapBytes == Approx(100'000).epsilon(0.05));
     CHECK(al[3].pieceCapBytes == kMinPieceCapBytes);
   }
   for (const SimStep& s : simRun(PolicyKind::Static, cfg, req, 6))

@@ -63,9 +63,10 @@ void policyObserve(PolicyState& st, const EpochTelemetry& t);
 constexpr uint64_t kMaxCatchUp = 4;
 // aimd and preccl also bound each VT's pipeline piece by what its link moves in kPieceNs at the modelled
 // rate (VtRange::pieceCapBytes), not below kMinPieceCapBytes: a slot is forwarded only once received
-// whole, so on a slow link a large piece makes the start and end of every call long (docs/policy.md).
+// whole, so on a slow link a large piece makes the start and end of every call long; below 64 KiB the
+// bed's 40 Mbit/s paths lost throughput (docs/policy.md).
 constexpr uint64_t kPieceNs = 5'000'000;
-constexpr uint64_t kMinPieceCapBytes = 16 << 10;
+constexpr uint64_t kMinPieceCapBytes = 64 << 10;
 Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, const AllocKey& key,
                   const EpochTelemetry* latest, uint64_t healthMask);
 
