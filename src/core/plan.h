@@ -45,19 +45,14 @@ inline size_t chunkCount(size_t count, int n, int i) { return count / n + (stati
 Conn* connTo(precclComm* comm, int peer, int vt);
 
 // The pipeline's piece: the bytes a Step moves per slot. A slot is forwarded only once it is received
-// whole, so every call starts and ends with a few piece-times in which not every link is busy. Each VT's
-// stream (what one rank forwards in sequence: a ring chunk, a block, a chain's or tree's range) is cut
-// into at least kPipelinePieces pieces, so that this loss is a bounded part of the VT's time whatever its
-// link's speed (preccl gives a slow VT fewer bytes, so its pieces shrink with its rate); but no piece is
-// smaller than kMinPieceBytes (the per-slot work) or larger than the FIFO's slot. Measured in
-// docs/results.md ("Where the rest goes"). The policy may bound it further by the VT's modelled rate
-// (`capBytes`, VtRange::pieceCapBytes, 0 = none): on a slow link even the minimum piece takes long.
-constexpr size_t kPipelinePieces = 32;
-constexpr size_t kMinPieceBytes = 128 << 10;
-inline size_t pieceBytes(size_t slotBytes, size_t streamBytes, size_t esz, size_t capBytes = 0) {
-  size_t want = std::max((streamBytes + kPipelinePieces - 1) / kPipelinePieces, kMinPieceBytes);
-  if (capBytes != 0) want = std::min(want, capBytes);
-  return std::max(esz, std::min(want, slotBytes) / esz * esz);
+// whole, so every call starts and ends with a few piece-times in which not every link is busy. The piece
+// is the FIFO's slot, unless the policy capped it by the VT's modelled rate (`capBytes`,
+// VtRange::pieceCapBytes, 0 = none): on a slow link a full slot takes long. No rule on the VT's bytes:
+// on CPU-bound paths smaller pieces cost more per byte, so pieces that shrank with a VT's share made it
+// look slower and lose more bytes (measured in docs/results.md, "Where the rest goes").
+inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
+  const size_t want = capBytes != 0 ? std::min(capBytes, slotBytes) : slotBytes;
+  return std::max(esz, want / esz * esz);
 }
 
 // Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so their cargo reaches

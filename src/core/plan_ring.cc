@@ -51,9 +51,8 @@ void appendChainTail(const RingCtx& r, const CctPlan& plan, int d, Task* t) {
 // Ring steps move at most one piece each: a round covers one piece of every chunk and runs all the
 // round's steps before the next round starts (NCCL's loop over nranks * chunkSize). A step larger than
 // the FIFO would deadlock the ring, every rank waiting to send while none has reached its receive step.
-// `chunkElems` is what one chunk of the VT's range streams through the ring; the piece follows from it.
-static size_t roundElems(precclComm* comm, Task& t, size_t chunkElems, size_t esz, size_t capBytes) {
-  t.pieceBytes = pieceBytes(comm->slotBytes, chunkElems * esz, esz, capBytes);
+static size_t roundElems(precclComm* comm, Task& t, size_t esz, size_t capBytes) {
+  t.pieceBytes = pieceBytes(comm->slotBytes, esz, capBytes);
   return t.pieceBytes / esz;
 }
 
@@ -64,7 +63,7 @@ void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
     Task t;
     t.vt = v;
     const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
-    const size_t per = roundElems(comm, t, (cnt + n - 1) / n, r.esz, al.vt[v].pieceCapBytes) * n;
+    const size_t per = roundElems(comm, t, r.esz, al.vt[v].pieceCapBytes) * n;
     if (n == 1) {
       t.steps.push_back(step(nullptr, nullptr, r.in(o), r.out(o), cnt * r.esz, true, true));
       plan->tasks.push_back(std::move(t));
@@ -103,7 +102,7 @@ void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation&
     Task t;
     t.vt = v;
     const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
-    const size_t per = roundElems(comm, t, cnt, r.esz, al.vt[v].pieceCapBytes);
+    const size_t per = roundElems(comm, t, r.esz, al.vt[v].pieceCapBytes);
     auto blockIn = [&](int c, size_t at) { return r.in(static_cast<size_t>(order[c]) * a.count + at); };
     if (n == 1) {
       t.steps.push_back(step(nullptr, nullptr, blockIn(0, o), r.out(o), cnt * r.esz, true, true));
@@ -130,7 +129,7 @@ void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al,
     Task t;
     t.vt = v;
     const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
-    const size_t per = roundElems(comm, t, cnt, r.esz, al.vt[v].pieceCapBytes);
+    const size_t per = roundElems(comm, t, r.esz, al.vt[v].pieceCapBytes);
     auto blockOut = [&](int c, size_t at) { return r.out(static_cast<size_t>(order[c]) * a.count + at); };
     Conn* nx = n > 1 ? r.next(v) : nullptr;
     Conn* pv = n > 1 ? r.prev(v) : nullptr;
@@ -155,7 +154,7 @@ void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
     Task t;
     t.vt = v;
     const size_t o = al.vt[v].offset, b = al.vt[v].count * r.esz;
-    t.pieceBytes = pieceBytes(comm->slotBytes, b, r.esz, al.vt[v].pieceCapBytes);
+    t.pieceBytes = pieceBytes(comm->slotBytes, r.esz, al.vt[v].pieceCapBytes);
     Conn* nx = d < n - 1 ? r.next(v) : nullptr;
     if (d == 0) t.steps.push_back(step(nullptr, nx, r.in(o), r.out(o), b, false));
     else t.steps.push_back(step(r.prev(v), nx, nullptr, r.out(o), b, false));
@@ -173,7 +172,7 @@ void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     Task t;
     t.vt = v;
     const size_t o = al.vt[v].offset, b = al.vt[v].count * r.esz;
-    t.pieceBytes = pieceBytes(comm->slotBytes, b, r.esz, al.vt[v].pieceCapBytes);
+    t.pieceBytes = pieceBytes(comm->slotBytes, r.esz, al.vt[v].pieceCapBytes);
     Conn* pv = d > 0 ? r.prev(v) : nullptr;
     if (d == n - 1) t.steps.push_back(step(pv, nullptr, r.in(o), r.out(o), b, true, true));
     else t.steps.push_back(step(pv, r.next(v), r.in(o), nullptr, b, true));

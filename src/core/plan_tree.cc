@@ -16,12 +16,12 @@ struct TreeStep {
   void sendTo(Conn* c) { s.send[s.nsend++] = c; }
 };
 
-// A task of one data step (plus, later, telemetry steps), its range streamed in pieces (plan.h).
+// A task of one data step (plus, later, telemetry steps), its range moved in pieces (plan.h).
 Task oneStep(precclComm* comm, const VtRange& range, int vt, const Step& s, size_t esz) {
   Task t;
   t.vt = vt;
   t.steps.push_back(s);
-  t.pieceBytes = pieceBytes(comm->slotBytes, s.bytes, esz, range.pieceCapBytes);
+  t.pieceBytes = pieceBytes(comm->slotBytes, esz, range.pieceCapBytes);
   return t;
 }
 
