@@ -35,7 +35,7 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
     size_t piece = 0;  // the pipeline piece of the VT's first task
     for (const Task& t : plan.tasks)
       if (t.vt == v) {
-        piece = t.pieceBytes ? t.pieceBytes : comm->slotBytes;
+        piece = t.piece(comm->slotBytes);
         break;
       }
     int64_t alpha = 0;

@@ -60,7 +60,7 @@ struct Exec {
         t.cur++;
         continue;
       }
-      const size_t slotMax = (t.pieceBytes ? t.pieceBytes : comm->slotBytes) / plan.elemBytes * plan.elemBytes;
+      const size_t slotMax = t.piece(comm->slotBytes) / plan.elemBytes * plan.elemBytes;
       const size_t piece = s.headerOnly ? 0 : std::min(slotMax, s.bytes - t.off);
       for (int i = 0; i < s.nrecv; i++)
         if (!recvReady(s.recv[i])) {

@@ -35,6 +35,7 @@ struct Task {
   int vt = 0;
   std::vector<Step> steps;
   size_t pieceBytes = 0;  // bytes per slot (core/plan.h pieceBytes; a multiple of the element size); 0: the FIFO's slot
+  size_t piece(size_t fifoSlotBytes) const { return pieceBytes ? pieceBytes : fifoSlotBytes; }
   // Progress.
   size_t cur = 0;
   size_t off = 0;

@@ -12,7 +12,7 @@ struct VtRange {
   size_t offset = 0;  // elements
   size_t count = 0;
   // The largest pipeline piece for this VT, in bytes, from its modelled rate (policy.h kPieceNs); 0: no
-  // bound (static, or nothing known). The plan's piece is the smaller of this and its own rule.
+  // bound (static, or nothing known). The plan's piece is the smaller of this and the FIFO's slot.
   size_t pieceCapBytes = 0;
 };
 
