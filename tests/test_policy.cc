@@ -145,6 +145,16 @@ TEST_CASE("preccl and aimd bound each VT's pipeline piece by its modelled rate; 
   }
   for (const SimStep& s : simRun(PolicyKind::Static, cfg, req, 6))
     for (const VtRange& r : s.al.vt) REQUIRE(r.pieceCapBytes == 0);
+  // A run that starts with a 4-byte warm-up call: its time is latency, so as a per-byte rate it is
+  // thousands of times too slow. No cap from it; the first large call's telemetry sets the caps.
+  PolicyState st;
+  const SimEpoch tiny = simEpoch(cfg, 1, staticAllocation(request(1, 4, 4)), 4);
+  Allocation al = decide(PolicyKind::Preccl, st, req, AllocKey{}, &tiny.tel, kAllHealthy);
+  REQUIRE(st.model.known(0));
+  for (const VtRange& r : al.vt) REQUIRE(r.pieceCapBytes == 0);
+  const SimEpoch big = simEpoch(cfg, 2, al, 4);
+  al = decide(PolicyKind::Preccl, st, req, AllocKey{}, &big.tel, kAllHealthy);
+  CHECK(al.vt[0].pieceCapBytes == Approx(100'000).epsilon(0.05));
   // Part of the digest: ranks that disagreed on a piece would fail the allocation check.
   Allocation a = staticAllocation(req), b = a;
   b.vt[1].pieceCapBytes = 1 << 20;

@@ -51,6 +51,7 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
   const uint64_t s = std::max<uint64_t>(1, static_cast<uint64_t>((static_cast<i128>(bodyNs) << kBetaShift) / bytes));
   m.sample[m.nSamples % kBetaWindow] = s;
   m.nSamples++;
+  m.betaSized = m.betaSized || bytes >= kBetaMinBytes;
   const uint64_t before = m.betaQ;
   if (m.nSamples >= static_cast<uint64_t>(kBetaWindow)) {
     // Median of 3: a single outlier is dropped; a real change wins from its second epoch on. A change

@@ -27,6 +27,7 @@ struct VtModel {
   uint64_t sample[kBetaWindow] = {};  // the last per-byte samples, newest at (nSamples - 1) % window
   uint64_t nSamples = 0;
   int trend = 0;  // +1 / -1: the last update took a change up / down (confirmed or going on); else 0
+  bool betaSized = false;  // a sample from >= kBetaMinBytes was taken: beta is a rate, not a latency
   uint64_t obsBytes[kAlphaWindow] = {};  // ring of recent (bytes, time) points for the alpha fit
   uint64_t obsNs[kAlphaWindow] = {};
   uint32_t nObs = 0;
@@ -40,6 +41,8 @@ struct ModelState {
   uint64_t epoch = 0;    // the newest epoch folded in
   uint64_t version = 0;  // number of epochs folded in
   bool known(int v) const { return v >= 0 && v < static_cast<int>(vt.size()) && vt[v].betaQ != 0; }
+  // Beta measured on enough bytes to be the VT's own rate (the first sample may be a tiny call's latency).
+  bool rateKnown(int v) const { return known(v) && vt[v].betaSized; }
 };
 
 // Folds one epoch's records into the model and returns the new state. Per VT it takes the slowest

@@ -307,7 +307,9 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
   for (int v = 0; v < n; v++) {
     int64_t alpha;
     uint64_t betaQ;
-    if (a.vt[v].count == 0 || !modelParams(st.model, v, &alpha, &betaQ)) continue;
+    // Only a rate measured on enough bytes sets a cap: the first beta of a run may come from a 4-byte
+    // warm-up call, whose time is latency, and would shrink the next call's pieces to the floor.
+    if (a.vt[v].count == 0 || !st.model.rateKnown(v) || !modelParams(st.model, v, &alpha, &betaQ)) continue;
     const i128 cap = (static_cast<i128>(kPieceNs) << kBetaShift) / std::max<uint64_t>(1, betaQ);
     a.vt[v].pieceCapBytes = static_cast<size_t>(std::clamp<i128>(cap, kMinPieceCapBytes, uint64_t{1} << 40));
   }
