@@ -32,7 +32,7 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     for (int v = 0; v < n && v < 8; ++v) {
       sum += st[v].share;
       r.check(st[v].lastBytes > 0, "VT " + std::to_string(v) + " moved no bytes in the last AllReduce");
-      // Epochs 0..2 were disseminated on later calls: the model has seen the VTs.
+      // Every call's records were known when it returned (the telemetry cut): the model has seen the VTs.
       r.check(st[v].estimateNs > 0, "VT " + std::to_string(v) + " has no model estimate after " + std::to_string(kCalls) + " calls");
     }
     r.check(sum > 0.999 && sum < 1.001, "shares sum to " + std::to_string(sum));
@@ -58,6 +58,11 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
       int e = std::atoi(line.c_str() + at + 8);
       CHECK(e == lastEpoch + 1);
       lastEpoch = e;
+      // 1 MiB on 2 VTs is one round per VT with every chunk filled: the cut before its all-gather carries
+      // the call's own records to both ranks, so the telemetry in use after call e is e's own.
+      const size_t te = line.find("\"telemetryEpoch\":");
+      REQUIRE(te != std::string::npos);
+      CHECK(std::atoi(line.c_str() + te + 17) == e);
     }
   }
   CHECK(lines == 2 * kCalls);

@@ -1,5 +1,6 @@
 #include "core/enqueue.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -90,11 +91,33 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t v
   }
 }
 
-// After a collective: the epoch whose cargo rode on it becomes known everywhere (if it was complete), and
+// The cut is all or nothing: a VT without one would leave its records of this CCT unknown somewhere, and
+// on VTs with one the older cargo stops riding at the cut, so it would not be complete either. Every rank
+// gets the same answer (the planners decide from the allocation).
+static void settleCuts(precclComm* comm, CctPlan& plan) {
+  std::vector<char> cut(comm->nVTs, 0);
+  for (const Task& t : plan.tasks)
+    if (t.cutStep != Task::kNoCut && t.vt >= 0 && t.vt < comm->nVTs) cut[t.vt] = 1;
+  plan.cuts = comm->nranks > 1 && std::all_of(cut.begin(), cut.end(), [](char c) { return c != 0; });
+  if (!plan.cuts)
+    for (Task& t : plan.tasks) t.cutStep = Task::kNoCut;
+}
+
+// After a collective whose plan had cuts, its own records are known everywhere: they are the latest
+// telemetry, and older cargo is superseded. Otherwise the epoch whose cargo rode on it becomes known
+// everywhere (if it was complete), and
 // this CCT's own records wait for the next collective. A CCT that could not complete the cargo (a small
 // sync between large calls, an AlltoAll) keeps carrying the older epoch instead, with what it heard added:
 // its own records matter less than the large call's, and dropping those would cost the policy a CCT.
 static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
+  if (plan.cuts) {
+    comm->tele.reset(plan.epoch, 1, comm->nVTs);
+    for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.now[v];
+    comm->haveTele = true;
+    comm->pendingEpoch = CctPlan::kNoTele;
+    comm->pendingRec.clear();
+    return;
+  }
   if (plan.teleEpoch != CctPlan::kNoTele) {
     bool complete = true;
     for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v].count);
@@ -171,6 +194,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
       case Coll::Scatter: planScatter(comm, a, al, &plan); break;
       case Coll::P2P: break;
     }
+    settleCuts(comm, plan);
   }
   precclResult_t res = execute(comm, plan);
   if (res != precclSuccess) {

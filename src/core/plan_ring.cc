@@ -38,8 +38,15 @@ RingCtx ctx(precclComm* comm, const CctArgs& a) {
 // The telemetry tail of a chain, for the rank at chain position d (0 = first, n-1 = last): the last rank
 // sends one header-only slot to the first, and every rank but the one before the last forwards it, so
 // the maxima the last rank holds reach everyone in n-1 hops.
-void appendChainTail(const RingCtx& r, const CctPlan& plan, int d, Task* t) {
-  if (!teleTailRuns(r.a, r.a.count * r.esz, r.n, plan.teleEpoch != CctPlan::kNoTele)) return;
+// The cut comes before each rank's last data piece, so the last rank has heard everyone when the data
+// ends (a single piece would leave nothing before it), and for the last rank itself at the tail.
+void appendChainTail(const RingCtx& r, int d, Task* t) {
+  if (!teleTailRuns(r.a, r.a.count * r.esz, r.n, true)) return;
+  const size_t data = t->steps.front().bytes, piece = t->piece(r.comm->slotBytes) / r.esz * r.esz;
+  if (data > piece) {
+    t->cutStep = d == r.n - 1 ? 1 : 0;
+    t->cutOff = d == r.n - 1 ? 0 : (data - 1) / piece * piece;
+  }
   Step s = step(d == r.n - 1 ? nullptr : r.prev(t->vt), d == r.n - 2 ? nullptr : r.next(t->vt), nullptr, nullptr, 0,
                 false);
   s.headerOnly = true;
@@ -81,6 +88,9 @@ void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
         t.steps.push_back(step(pv, nx, r.in(off(c)), nullptr, bytes(c), true));
       }
       int c = (p + 1) % n;
+      // The cut: the last round's all-gather (n-1 hops) carries this CCT's records to every rank, if
+      // none of its chunks is empty.
+      if (ro + per >= cnt && rc >= static_cast<size_t>(n)) t.cutStep = t.steps.size();
       t.steps.push_back(step(pv, nx, r.in(off(c)), r.out(off(c)), bytes(c), true, true));
       // All-gather of the reduced chunks.
       for (int s = 1; s < n - 1; s++) {
@@ -112,6 +122,7 @@ void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation&
     Conn *nx = r.next(v), *pv = r.prev(v);
     for (size_t ro = 0; ro < cnt; ro += per) {
       const size_t at = o + ro, b = std::min(per, cnt - ro) * r.esz;
+      if (ro > 0 && ro + per >= cnt) t.cutStep = t.steps.size();  // the last of >= 2 rounds: n-1 hops
       // Chunk c is the block of the rank at position c; position p finishes its own block last.
       t.steps.push_back(step(nullptr, nx, blockIn((p + n - 1) % n, at), nullptr, b, true));
       for (int s = 1; s < n - 1; s++) t.steps.push_back(step(pv, nx, blockIn((p + n - 1 - s) % n, at), nullptr, b, true));
@@ -135,6 +146,7 @@ void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al,
     Conn* pv = n > 1 ? r.prev(v) : nullptr;
     for (size_t ro = 0; ro < cnt || ro == 0; ro += per) {
       const size_t at = o + ro, b = std::min(per, cnt - ro) * r.esz;
+      if (n > 1 && ro > 0 && ro + per >= cnt) t.cutStep = t.steps.size();  // the last of >= 2 rounds: n-1 hops
       t.steps.push_back(step(nullptr, nx, r.in(at), blockOut(p, at), b, false));
       if (n > 1) {
         for (int s = 1; s < n - 1; s++) t.steps.push_back(step(pv, nx, nullptr, blockOut((p - s + n) % n, at), b, false));
@@ -158,7 +170,7 @@ void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
     Conn* nx = d < n - 1 ? r.next(v) : nullptr;
     if (d == 0) t.steps.push_back(step(nullptr, nx, r.in(o), r.out(o), b, false));
     else t.steps.push_back(step(r.prev(v), nx, nullptr, r.out(o), b, false));
-    appendChainTail(r, *plan, d, &t);
+    appendChainTail(r, d, &t);
     plan->tasks.push_back(std::move(t));
   }
 }
@@ -176,7 +188,7 @@ void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     Conn* pv = d > 0 ? r.prev(v) : nullptr;
     if (d == n - 1) t.steps.push_back(step(pv, nullptr, r.in(o), r.out(o), b, true, true));
     else t.steps.push_back(step(pv, r.next(v), r.in(o), nullptr, b, true));
-    appendChainTail(r, *plan, d, &t);
+    appendChainTail(r, d, &t);
     plan->tasks.push_back(std::move(t));
   }
 }

@@ -50,11 +50,23 @@ struct Exec {
     return c->sendTail - c->sendHeadSeen < c->send.nslots;
   }
 
+  // This rank's record of t's VT so far joins the CCT's own records (see Task::cutStep).
+  void takeCut(Task& t, const VtCounters& stats) {
+    VtRecord r;
+    r.bytes = stats.lastBytes;
+    r.elapsedNs = nowNs() - startNs;
+    r.stalledNs = stats.lastStallNs;
+    r.stalls = static_cast<uint32_t>(std::min<uint64_t>(stats.lastStalls, UINT32_MAX));
+    maxInto(plan.now[t.vt], r);
+    t.cutTaken = true;
+  }
+
   // Moves one task forward as far as its FIFOs allow.
   Adv advance(Task& t) {
     bool moved = false;
     VtCounters& stats = comm->vtStats[t.vt];
     while (!t.done()) {
+      if (!t.cutTaken && t.atCut()) takeCut(t, stats);
       Step& s = t.steps[t.cur];
       if (s.bytes == 0 && !s.headerOnly) {
         t.cur++;
@@ -94,7 +106,8 @@ struct Exec {
           return Adv::Error;
         }
         ins[i] = c->recv.slot(c->recvHead);
-        if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
+        if (h.teleEpoch == plan.epoch) maxInto(plan.now[t.vt], h.tele);
+        else if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }
       void* outs[3];
       int nout = 0;
@@ -116,8 +129,13 @@ struct Exec {
         h.epoch = plan.epoch;
         h.bytes = static_cast<uint32_t>(piece);
         h.digest = plan.digest;
-        h.teleEpoch = plan.teleEpoch;
-        if (plan.teleEpoch != CctPlan::kNoTele) h.tele = plan.cargo[t.vt];
+        if (t.cutTaken) {
+          h.teleEpoch = plan.epoch;
+          h.tele = plan.now[t.vt];
+        } else {
+          h.teleEpoch = plan.teleEpoch;
+          if (plan.teleEpoch != CctPlan::kNoTele) h.tele = plan.cargo[t.vt];
+        }
         c->send.ctrl->tail.store(++c->sendTail, std::memory_order_release);
         c->sendConsumer.wake();
       }
@@ -229,6 +247,7 @@ precclResult_t execute(precclComm* comm, CctPlan& plan) {
   for (auto& s : comm->vtStats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
   plan.vtDoneNs.assign(comm->nVTs, 0);
   if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(comm->nVTs);
+  plan.now.assign(comm->nVTs, VtRecord{});
   Exec e{comm, plan, {}};
   precclResult_t res = e.run();
   for (auto& s : comm->vtStats) {

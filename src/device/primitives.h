@@ -36,12 +36,21 @@ struct Task {
   std::vector<Step> steps;
   size_t pieceBytes = 0;  // bytes per slot (core/plan.h pieceBytes; a multiple of the element size); 0: the FIFO's slot
   size_t piece(size_t fifoSlotBytes) const { return pieceBytes ? pieceBytes : fifoSlotBytes; }
+  // The telemetry cut (docs/telemetry.md): on reaching step cutStep at byte offset cutOff, the task takes a
+  // snapshot of its VT's record, and every slot it sends from then on carries this CCT's own records
+  // instead of an older epoch's. Planners put it where enough hops remain for every rank to hear every
+  // other before the CCT ends, so the CCT's telemetry is known everywhere when it returns.
+  static constexpr size_t kNoCut = SIZE_MAX;
+  size_t cutStep = kNoCut;
+  size_t cutOff = 0;
   // Progress.
   size_t cur = 0;
   size_t off = 0;
+  bool cutTaken = false;
   bool stalled = false;
   uint64_t stallStartNs = 0;
   bool done() const { return cur >= steps.size(); }
+  bool atCut() const { return cutStep != kNoCut && (cur > cutStep || (cur == cutStep && off >= cutOff)); }
 };
 
 struct CctPlan {
@@ -56,6 +65,10 @@ struct CctPlan {
   // per VT, the running maximum of every record heard so far; starts as this rank's own record.
   uint64_t teleEpoch = kNoTele;
   std::vector<VtRecord> cargo;
+  // This CCT's own records from the cut on (Task::cutStep): per VT, the running maximum of this rank's
+  // snapshot and of every one heard. `cuts`: every VT's task has a cut, so they reach every rank.
+  std::vector<VtRecord> now;
+  bool cuts = false;
   // Filled by the executor: per VT, ns from the start of execution until its last task finished.
   std::vector<uint64_t> vtDoneNs;
   static constexpr uint64_t kNoTele = ~0ull;
