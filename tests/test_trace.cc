@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -68,4 +69,56 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
   CHECK(lines == 2 * kCalls);
   CHECK(rank0 == kCalls);
   unlink(path.c_str());
+}
+
+// The telemetry cut (docs/telemetry.md): a call with enough pieces on every VT carries its own records to
+// every rank before it returns, on every algorithm that has a cut. With the cut missing on any of them the
+// telemetry in use after call e would be an older epoch's, and the digest check (on) would catch ranks
+// that disagree about it.
+TEST_CASE("a large call's own telemetry is known on every rank when it returns", "[trace]") {
+  for (const char* algo : {"ring", "tree"}) {
+    const std::string path = "/tmp/preccl-cut-test-" + std::to_string(getpid()) + "-" + algo + ".jsonl";
+    unlink(path.c_str());
+    GroupOptions opt;
+    opt.env = localEnv(Transport::Shm, 2);
+    opt.env.push_back({"PRECCL_TRACE", path});
+    opt.env.push_back({"PRECCL_POLICY", "preccl"});
+    opt.env.push_back({"PRECCL_ALGO", algo});
+    opt.env.push_back({"PRECCL_CHECK_ALLOC", "1"});
+    opt.timeoutSec = 120;
+    const bool ring = std::string(algo) == "ring";
+    constexpr size_t kBig = size_t(1) << 20;  // 4 MiB of floats: >= 2 pieces of 512 KiB on each of 2 VTs
+    GroupResult g = runGroup(4, opt, [&](Rank& r) {
+      runCase(r, Case{Coll::AllReduce, precclFloat, kSum, kBig, false, 0, 900});
+      runCase(r, Case{Coll::Broadcast, precclFloat, kSum, kBig, false, 1, 901});
+      runCase(r, Case{Coll::Reduce, precclFloat, kSum, kBig, true, 2, 902});
+      runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 8, false, 0, 903});  // too small for a cut
+      if (!ring) return;                                                      // tree: these three only
+      runCase(r, Case{Coll::AllGather, precclFloat, kSum, kBig / 2, false, 0, 904});
+      runCase(r, Case{Coll::ReduceScatter, precclFloat, kSum, kBig / 2, true, 0, 905});
+    });
+    reportToCatch(std::string("cut, ") + algo, g);
+    std::ifstream in(path);
+    std::string line;
+    int big = 0, small = 0;
+    while (std::getline(in, line)) {
+      INFO(line);
+      auto field = [&](const char* name) {
+        const size_t at = line.find(name);
+        REQUIRE(at != std::string::npos);
+        return std::atoll(line.c_str() + at + std::strlen(name));
+      };
+      const long long epoch = field("\"epoch\":"), tele = field("\"telemetryEpoch\":"), count = field("\"count\":");
+      if (count >= static_cast<long long>(kBig / 2)) {
+        big++;
+        CHECK(tele == epoch);
+      } else if (count == 8) {
+        small++;
+        CHECK(tele == epoch - 1);  // no cut: the previous call's records stay the latest
+      }
+    }
+    CHECK(big == 4 * (ring ? 5 : 3));
+    CHECK(small == 4);
+    unlink(path.c_str());
+  }
 }

@@ -68,6 +68,17 @@ Step headerStep(precclComm* comm, const TreeLinks& tl, int vt, bool up) {
   return t.s;
 }
 
+// The cut before the task's last data piece (Task::cutStep): the last pieces up carry every subtree's
+// snapshots to the root, the last ones down carry all of them to everyone. A VT of one piece has no room
+// before it, so it gets no cut (and the CCT none: settleCuts).
+void cutBeforeLastPiece(Task* t, size_t slotBytes, size_t esz, bool relay) {
+  const size_t data = t->steps.front().bytes, piece = t->piece(slotBytes) / esz * esz;
+  if (data <= piece) return;
+  t->cutStep = 0;
+  t->cutOff = (data - 1) / piece * piece;
+  t->cutRelay = relay;
+}
+
 }  // namespace
 
 void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
@@ -79,21 +90,28 @@ void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     const char* src = static_cast<const char*>(a.sendbuff) + o;
     char* dst = static_cast<char*>(a.recvbuff) + o;
-    plan->tasks.push_back(oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz));
-    if (tl.parent >= 0) plan->tasks.push_back(oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz));
+    Task up = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz);
+    cutBeforeLastPiece(&up, comm->slotBytes, esz, false);
+    plan->tasks.push_back(std::move(up));
+    if (tl.parent < 0) continue;
+    Task down = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz);
+    cutBeforeLastPiece(&down, comm->slotBytes, esz, true);
+    plan->tasks.push_back(std::move(down));
   }
 }
 
 void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
-  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, plan->teleEpoch != CctPlan::kNoTele);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, true);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     Task t = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b),
                      esz);
     // The data came down from the root, which heard nobody: the tail goes up to it, then down to all.
+    // The cut at the tail: every rank's snapshot (its whole record) goes up with it.
     if (tail) {
+      if (b > 0) t.cutStep = 1;
       t.steps.push_back(headerStep(comm, tl, v, true));
       t.steps.push_back(headerStep(comm, tl, v, false));
     }
@@ -103,13 +121,16 @@ void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
 
 void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
-  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, plan->teleEpoch != CctPlan::kNoTele);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, true);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
     Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
-    if (tail) t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
+    if (tail) {
+      cutBeforeLastPiece(&t, comm->slotBytes, esz, false);
+      t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
+    }
     plan->tasks.push_back(std::move(t));
   }
 }

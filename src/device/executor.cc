@@ -52,13 +52,14 @@ struct Exec {
 
   // This rank's record of t's VT so far joins the CCT's own records (see Task::cutStep).
   void takeCut(Task& t, const VtCounters& stats) {
+    t.cutTaken = true;
+    if (t.cutRelay) return;
     VtRecord r;
     r.bytes = stats.lastBytes;
     r.elapsedNs = nowNs() - startNs;
     r.stalledNs = stats.lastStallNs;
     r.stalls = static_cast<uint32_t>(std::min<uint64_t>(stats.lastStalls, UINT32_MAX));
     maxInto(plan.now[t.vt], r);
-    t.cutTaken = true;
   }
 
   // Moves one task forward as far as its FIFOs allow.

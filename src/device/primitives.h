@@ -40,9 +40,12 @@ struct Task {
   // snapshot of its VT's record, and every slot it sends from then on carries this CCT's own records
   // instead of an older epoch's. Planners put it where enough hops remain for every rank to hear every
   // other before the CCT ends, so the CCT's telemetry is known everywhere when it returns.
+  // A relay cut (a tree's down task, whose rank's snapshot its up task took) only switches the headers: a
+  // second snapshot of the same rank, later, would be heard by fewer ranks than the first.
   static constexpr size_t kNoCut = SIZE_MAX;
   size_t cutStep = kNoCut;
   size_t cutOff = 0;
+  bool cutRelay = false;
   // Progress.
   size_t cur = 0;
   size_t off = 0;
