@@ -86,7 +86,7 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t v
     case Coll::AllGather:
     case Coll::ReduceScatter: return vtCount > 0;
     case Coll::Broadcast:
-    case Coll::Reduce: return teleTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks, true);
+    case Coll::Reduce: return teleTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks);
     default: return false;
   }
 }

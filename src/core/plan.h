@@ -55,15 +55,16 @@ inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
   return std::max(esz, want / esz * esz);
 }
 
-// Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so their cargo reaches
-// only the ranks downstream of everyone: a chain's last rank, a tree Reduce's root, nobody at all in a tree
-// Broadcast. When such a CCT carries cargo (a chain always does: its own records, from the cut) and is
-// large enough that a few hops of header-only slots are noise, each VT appends a telemetry tail after its
-// data (docs/telemetry.md): around the ring from the chain's last rank (n-1 hops), or down the tree from
-// the root (preceded, for a Broadcast, by one pass up to it). Every rank evaluates this from values all ranks share, so all agree whether the tail runs.
+// Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so records travelling
+// with the data reach only the ranks downstream of everyone: a chain's last rank, a tree Reduce's root,
+// nobody at all in a tree Broadcast. When such a CCT is large enough that a few hops of header-only slots
+// are noise, each VT appends a telemetry tail after its data (docs/telemetry.md): around the ring from
+// the chain's last rank (n-1 hops), or down the tree from the root (preceded, for a Broadcast, by one pass
+// up to it). It carries the CCT's own records (the cut) or older cargo. Every rank evaluates this from
+// values all ranks share, so all agree whether the tail runs.
 constexpr size_t kTeleTailMinBytes = 1 << 20;
-inline bool teleTailRuns(const CctArgs& a, size_t bytes, int nranks, bool haveCargo) {
-  return haveCargo && nranks > 1 && bytes >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
+inline bool teleTailRuns(const CctArgs& a, size_t bytes, int nranks) {
+  return nranks > 1 && bytes >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
 }
 
 bool useTree(precclComm* comm, const CctArgs& a);

@@ -41,7 +41,7 @@ RingCtx ctx(precclComm* comm, const CctArgs& a) {
 // The cut comes before each rank's last data piece, so the last rank has heard everyone when the data
 // ends (a single piece would leave nothing before it), and for the last rank itself at the tail.
 void appendChainTail(const RingCtx& r, int d, Task* t) {
-  if (!teleTailRuns(r.a, r.a.count * r.esz, r.n, true)) return;
+  if (!teleTailRuns(r.a, r.a.count * r.esz, r.n)) return;
   const size_t data = t->steps.front().bytes, piece = t->piece(r.comm->slotBytes) / r.esz * r.esz;
   if (data > piece) {
     t->cutStep = d == r.n - 1 ? 1 : 0;

@@ -102,7 +102,7 @@ void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
 
 void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
-  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, true);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
@@ -121,7 +121,7 @@ void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
 
 void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
-  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks, true);
+  const bool tail = teleTailRuns(a, a.count * esz, comm->nranks);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
