@@ -109,11 +109,17 @@ static void settleCuts(precclComm* comm, CctPlan& plan) {
 // this CCT's own records wait for the next collective. A CCT that could not complete the cargo (a small
 // sync between large calls, an AlltoAll) keeps carrying the older epoch instead, with what it heard added:
 // its own records matter less than the large call's, and dropping those would cost the policy a CCT.
+// Known everywhere: epoch's records become the latest telemetry, one row of per-VT maxima over all ranks
+// (the model uses the slowest rank's elapsed time and the largest byte count, so the maxima are its input).
+static void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vector<VtRecord>& maxima) {
+  comm->tele.reset(epoch, 1, comm->nVTs);
+  for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = maxima[v];
+  comm->haveTele = true;
+}
+
 static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
   if (plan.cuts) {
-    comm->tele.reset(plan.epoch, 1, comm->nVTs);
-    for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.now[v];
-    comm->haveTele = true;
+    setLatestTelemetry(comm, plan.epoch, plan.now);
     comm->pendingEpoch = CctPlan::kNoTele;
     comm->pendingRec.clear();
     return;
@@ -125,9 +131,7 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
       comm->pendingRec = plan.cargo;  // pendingEpoch stays
       return;
     }
-    comm->tele.reset(plan.teleEpoch, 1, comm->nVTs);  // one row: the maxima over all ranks
-    for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = plan.cargo[v];
-    comm->haveTele = true;
+    setLatestTelemetry(comm, plan.teleEpoch, plan.cargo);
   }
   comm->pendingEpoch = plan.epoch;
   comm->pendingRec.assign(comm->nVTs, VtRecord{});

@@ -55,6 +55,21 @@ inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
   return std::max(esz, want / esz * esz);
 }
 
+// The telemetry cut before the last data piece of t's first step (Task::cutStep): what comes after it
+// carries the CCT's own records on. The offset of that piece, 0 when the step is a single piece (no room
+// before it: then no cut, and the CCT none, since cuts are all or nothing).
+inline size_t lastPieceOffset(const Task& t, size_t slotBytes, size_t esz) {
+  const size_t data = t.steps.front().bytes, piece = t.piece(slotBytes) / esz * esz;
+  return data > piece ? (data - 1) / piece * piece : 0;
+}
+inline void cutBeforeLastPiece(Task* t, size_t slotBytes, size_t esz, bool relay = false) {
+  const size_t off = lastPieceOffset(*t, slotBytes, esz);
+  if (off == 0) return;
+  t->cutStep = 0;
+  t->cutOff = off;
+  t->cutRelay = relay;
+}
+
 // Broadcast and Reduce move data one way (a ring's chain, or down or up a tree), so records travelling
 // with the data reach only the ranks downstream of everyone: a chain's last rank, a tree Reduce's root,
 // nobody at all in a tree Broadcast. When such a CCT is large enough that a few hops of header-only slots

@@ -42,11 +42,8 @@ RingCtx ctx(precclComm* comm, const CctArgs& a) {
 // ends (a single piece would leave nothing before it), and for the last rank itself at the tail.
 void appendChainTail(const RingCtx& r, int d, Task* t) {
   if (!teleTailRuns(r.a, r.a.count * r.esz, r.n)) return;
-  const size_t data = t->steps.front().bytes, piece = t->piece(r.comm->slotBytes) / r.esz * r.esz;
-  if (data > piece) {
-    t->cutStep = d == r.n - 1 ? 1 : 0;
-    t->cutOff = d == r.n - 1 ? 0 : (data - 1) / piece * piece;
-  }
+  if (d < r.n - 1) cutBeforeLastPiece(t, r.comm->slotBytes, r.esz);
+  else if (lastPieceOffset(*t, r.comm->slotBytes, r.esz) != 0) t->cutStep = 1;  // at the tail it sends
   Step s = step(d == r.n - 1 ? nullptr : r.prev(t->vt), d == r.n - 2 ? nullptr : r.next(t->vt), nullptr, nullptr, 0,
                 false);
   s.headerOnly = true;

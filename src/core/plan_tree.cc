@@ -68,17 +68,6 @@ Step headerStep(precclComm* comm, const TreeLinks& tl, int vt, bool up) {
   return t.s;
 }
 
-// The cut before the task's last data piece (Task::cutStep): the last pieces up carry every subtree's
-// snapshots to the root, the last ones down carry all of them to everyone. A VT of one piece has no room
-// before it, so it gets no cut (and the CCT none: settleCuts).
-void cutBeforeLastPiece(Task* t, size_t slotBytes, size_t esz, bool relay) {
-  const size_t data = t->steps.front().bytes, piece = t->piece(slotBytes) / esz * esz;
-  if (data <= piece) return;
-  t->cutStep = 0;
-  t->cutOff = (data - 1) / piece * piece;
-  t->cutRelay = relay;
-}
-
 }  // namespace
 
 void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
@@ -91,11 +80,11 @@ void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
     const char* src = static_cast<const char*>(a.sendbuff) + o;
     char* dst = static_cast<char*>(a.recvbuff) + o;
     Task up = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz);
-    cutBeforeLastPiece(&up, comm->slotBytes, esz, false);
+    cutBeforeLastPiece(&up, comm->slotBytes, esz);  // the last pieces up reach the root
     plan->tasks.push_back(std::move(up));
     if (tl.parent < 0) continue;
     Task down = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz);
-    cutBeforeLastPiece(&down, comm->slotBytes, esz, true);
+    cutBeforeLastPiece(&down, comm->slotBytes, esz, true);  // and down from it
     plan->tasks.push_back(std::move(down));
   }
 }
@@ -128,7 +117,7 @@ void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
     Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
     if (tail) {
-      cutBeforeLastPiece(&t, comm->slotBytes, esz, false);
+      cutBeforeLastPiece(&t, comm->slotBytes, esz);
       t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
     }
     plan->tasks.push_back(std::move(t));
