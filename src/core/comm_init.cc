@@ -249,19 +249,14 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
     comm->slotBytes = std::min<size_t>(comm->slotBytes, info.slotBytes);
     shmDisable |= info.shmDisable != 0;
   }
-  comm->topo.build(comm->infos, rank, shmDisable);
+  comm->topo.build(comm->infos, rank, shmDisable, comm->nVTs);
   comm->conns.resize(nranks);
   for (auto& row : comm->conns) row.resize(comm->nVTs);
   comm->vtStats.assign(comm->nVTs, VtCounters{});
-  // VT v uses NIC v mod K on its host. When every rank has the same K, VTs v and v+K share a NIC on every
-  // host: the policy treats them as one link (src/policy/policy.h). Otherwise (or on a single host, where
-  // VTs meet in shared memory, not on a NIC) each VT stands alone.
-  const int k0 = comm->infos[0].nNics;
-  bool sameK = k0 > 0;
-  for (auto& info : comm->infos) sameK &= info.nNics == k0;
+  // VTs that share a NIC on every host share its bandwidth: the policy treats them as one link.
   comm->policy.vtGroup.assign(comm->nVTs, -1);
-  if (sameK && comm->nVTs > k0 && comm->topo.nHosts() > 1)
-    for (int v = 0; v < comm->nVTs; v++) comm->policy.vtGroup[v] = v % k0;
+  if (comm->topo.sharedNics > 0)
+    for (int v = 0; v < comm->nVTs; v++) comm->policy.vtGroup[v] = v % comm->topo.sharedNics;
 
   res = setupShm(comm, deadline);
   std::vector<std::string> nicNames;

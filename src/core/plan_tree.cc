@@ -1,7 +1,8 @@
-// Tree algorithms. Even VTs use the tree rooted at the first ring position, odd VTs the mirrored tree
-// rooted at the last, so that a node's up/down load is spread as in NCCL's double binary tree. The upward
-// reduce and the downward broadcast of a node are separate tasks that run concurrently (NCCL splits its
-// warps the same way): a node still sending up must be able to receive the first results coming down.
+// Tree algorithms. VTs alternate between two trees (Topology::mirrorTree): the tree rooted at the first
+// ring position and its mirror rooted at the last, so that a node's up/down load is spread as in NCCL's
+// double binary tree, on every NIC. The upward reduce and the downward broadcast of a node are separate
+// tasks that run concurrently (NCCL splits its warps the same way): a node still sending up must be able
+// to receive the first results coming down.
 #include "core/comm.h"
 #include "core/plan.h"
 #include "device/dtype.h"
@@ -72,10 +73,8 @@ Step headerStep(precclComm* comm, const TreeLinks& tl, int vt, bool up) {
 
 void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
-  const auto& order = comm->topo.order;
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    const bool mirror = v % 2 == 1;
-    TreeLinks tl = treeLinks(comm->topo, comm->rank, mirror ? order.back() : order.front(), mirror);
+    TreeLinks tl = vtTree(comm->topo, comm->rank, v);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     const char* src = static_cast<const char*>(a.sendbuff) + o;
     char* dst = static_cast<char*>(a.recvbuff) + o;
@@ -93,7 +92,7 @@ void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
   const size_t esz = dtypeSize(a.dtype);
   const bool tail = teleTailRuns(a, a.count * esz, comm->nranks);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
+    TreeLinks tl = vtTree(comm->topo, comm->rank, v, a.root);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     Task t = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, static_cast<char*>(a.recvbuff) + o, b),
                      esz);
@@ -112,7 +111,7 @@ void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
   const size_t esz = dtypeSize(a.dtype);
   const bool tail = teleTailRuns(a, a.count * esz, comm->nranks);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, v % 2 == 1);
+    TreeLinks tl = vtTree(comm->topo, comm->rank, v, a.root);
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
     Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);

@@ -5,7 +5,7 @@
 
 namespace preccl {
 
-void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable) {
+void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs) {
   nranks = static_cast<int>(infos.size());
   rank = myRank;
   shmDisabled = shmDisable;
@@ -30,6 +30,10 @@ void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDis
   for (auto& h : hostRanks) order.insert(order.end(), h.begin(), h.end());
   posOf.assign(nranks, 0);
   for (int p = 0; p < nranks; p++) posOf[order[p]] = p;
+  bool sameK = true;
+  for (int r = 0; r < nranks; r++) sameK &= nNics[r] == nNics[0];
+  sharedNics = sameK && nVTs > nNics[0] && nHosts() > 1 ? nNics[0] : 0;
+  treeStride = sharedNics > 0 ? sharedNics : 1;
 }
 
 TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {
@@ -51,6 +55,13 @@ TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {
     if (cv < n) t.child[c] = rankOf(cv);
   }
   return t;
+}
+
+TreeLinks vtTree(const Topology& topo, int rank, int vt, int root) { return treeLinks(topo, rank, root, topo.mirrorTree(vt)); }
+
+TreeLinks vtTree(const Topology& topo, int rank, int vt) {
+  const bool mirror = topo.mirrorTree(vt);
+  return treeLinks(topo, rank, mirror ? topo.order.back() : topo.order.front(), mirror);
 }
 
 }  // namespace preccl

@@ -37,8 +37,19 @@ struct Topology {
   std::vector<int> order;                   // ring order: host by host
   std::vector<int> posOf;                   // rank -> position in `order`
   bool shmDisabled = false;
+  // K when VTs v and v+K share a NIC on every host (every rank has K NICs, there are more VTs than K and
+  // more than one host; VT v uses NIC v mod K): the policy treats such VTs as one link (policy.h vtGroup).
+  // 0 otherwise, and on a single host, where VTs meet in shared memory, not on a NIC.
+  int sharedNics = 0;
+  // Which of the two trees (tree algorithms) VT v follows: v / treeStride alternates. The stride is
+  // `sharedNics` when set, so that every NIC carries both trees, as in NCCL's double binary tree: a node
+  // inner in one tree (it sends that range up and down) is a leaf in the other (it sends it once). With
+  // one tree per NIC, an inner node's NIC sends its whole tree's range twice, which caps an AllReduce on 4
+  // hosts at 3/4 of the ring's bandwidth; with both, the trees match the ring there.
+  int treeStride = 1;
+  bool mirrorTree(int vt) const { return (vt / treeStride) % 2 == 1; }
 
-  void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable);
+  void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs);
   bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
   bool useShm(int a, int b) const { return !shmDisabled && sameHost(a, b); }
   int nicFor(int r, int vt) const { return vt % nNics[r]; }
@@ -55,5 +66,9 @@ struct TreeLinks {
   int nchildren() const { return (child[0] >= 0) + (child[1] >= 0); }
 };
 TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror);
+// VT vt's tree for a rooted collective (Broadcast, Reduce): rooted at `root`, mirrored per mirrorTree.
+TreeLinks vtTree(const Topology& topo, int rank, int vt, int root);
+// VT vt's tree for AllReduce: rooted at the first ring position, or, mirrored, at the last.
+TreeLinks vtTree(const Topology& topo, int rank, int vt);
 
 }  // namespace preccl

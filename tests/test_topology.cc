@@ -1,0 +1,78 @@
+// Which VTs share a NIC, and how the trees of the tree algorithms spread over the NICs (core/topology.h).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "core/topology.h"
+
+using namespace preccl;
+
+namespace {
+
+// `hosts` hosts with `ranksPerHost` ranks each; rank r has nics[r % nics.size()] NICs.
+Topology makeTopology(int hosts, int ranksPerHost, std::vector<int> nics, int nVTs) {
+  std::vector<RankInfo> infos(hosts * ranksPerHost);
+  for (size_t r = 0; r < infos.size(); r++) {
+    snprintf(infos[r].hostId, sizeof(infos[r].hostId), "host%zu", r / ranksPerHost);
+    infos[r].nNics = nics[r % nics.size()];
+  }
+  Topology t;
+  t.build(infos, 0, false, nVTs);
+  return t;
+}
+
+// Ranges each (host, NIC) sends in a tree AllReduce where every VT carries one range: a node sends its
+// range up to its parent once and down to each child once (the root only down).
+std::map<std::pair<int, int>, int> rangesSentPerNic(const Topology& t, int nVTs) {
+  std::map<std::pair<int, int>, int> sent;
+  for (int vt = 0; vt < nVTs; vt++)
+    for (int r = 0; r < t.nranks; r++) {
+      const TreeLinks tl = vtTree(t, r, vt);
+      sent[{t.hostOf[r], t.nicFor(r, vt)}] += (tl.parent >= 0) + tl.nchildren();
+    }
+  return sent;
+}
+
+}  // namespace
+
+TEST_CASE("topology: VTs that share a NIC on every host, and both trees on every NIC", "[plan]") {
+  SECTION("4 hosts x 2 NICs, 4 VTs: every NIC sends 3 of the 4 ranges, as in the ring") {
+    const Topology t = makeTopology(4, 1, {2}, 4);
+    CHECK(t.sharedNics == 2);
+    CHECK(t.treeStride == 2);
+    // VTs 0 and 2 are on NIC 0 and follow different trees; so do 1 and 3 on NIC 1.
+    CHECK(t.mirrorTree(0) != t.mirrorTree(2));
+    CHECK(t.mirrorTree(1) != t.mirrorTree(3));
+    const auto sent = rangesSentPerNic(t, 4);
+    REQUIRE(sent.size() == 8);
+    for (const auto& [hostNic, n] : sent) {
+      INFO("host " << hostNic.first << " NIC " << hostNic.second);
+      CHECK(n == 3);
+    }
+  }
+  SECTION("4 hosts x 4 NICs, 8 VTs") {
+    const Topology t = makeTopology(4, 1, {4}, 8);
+    CHECK(t.sharedNics == 4);
+    const auto sent = rangesSentPerNic(t, 8);
+    REQUIRE(sent.size() == 16);
+    for (const auto& [hostNic, n] : sent) CHECK(n == 3);
+  }
+  SECTION("one host: VTs meet in shared memory, no NIC is shared, trees alternate per VT") {
+    const Topology t = makeTopology(1, 4, {2}, 4);
+    CHECK(t.sharedNics == 0);
+    CHECK(t.treeStride == 1);
+    CHECK(t.mirrorTree(1));
+    CHECK_FALSE(t.mirrorTree(2));
+  }
+  SECTION("different NIC counts: VT v is on different NICs of different hosts, nothing is shared") {
+    const Topology t = makeTopology(4, 1, {2, 1}, 2);
+    CHECK(t.sharedNics == 0);
+    CHECK(t.treeStride == 1);
+  }
+  SECTION("one VT per NIC: nothing is shared") {
+    const Topology t = makeTopology(4, 1, {2}, 2);
+    CHECK(t.sharedNics == 0);
+  }
+}
