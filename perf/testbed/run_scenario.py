@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import signal
+import subprocess
 import time
 
 import bed_names as names
@@ -34,6 +35,16 @@ LEG_KEYS = ("command", "ok", "timed_out", "ranks", "perf", "counters", "delta_ra
 
 class _Terminated(KeyboardInterrupt):
     pass
+
+
+def _congestion_control(netns):
+    """The TCP congestion control a new socket in `netns` gets, or 'unknown'."""
+    try:
+        out = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/sys/net/ipv4/tcp_congestion_control"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
 def _raise_terminated(signum, frame):
@@ -64,6 +75,10 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
         say(f"testbed {prefix}: {sc.hosts} hosts x {sc.nics} NICs, {units.format_rate(sc.rate_bps)}, "
             f"{sc.hosts * sc.ranks_per_host} ranks; {', '.join(sc.collectives)} x {', '.join(sc.systems)}")
         bed.up()
+        # TCP's congestion control shapes what a flow gets through tbf; the hosts inherit the machine's
+        # (docs/testbed.md: BBR costs the tree algorithms ~10 % here), so every result names it.
+        result["bed"]["tcp_congestion_control"] = _congestion_control(names.netns(prefix, 0))
+        say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False
         for coll in sc.collectives:
             for system in sc.systems:
