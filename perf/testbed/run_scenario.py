@@ -76,7 +76,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
             f"{sc.hosts * sc.ranks_per_host} ranks; {', '.join(sc.collectives)} x {', '.join(sc.systems)}")
         bed.up()
         # TCP's congestion control shapes what a flow gets through tbf; the hosts inherit the machine's
-        # (docs/testbed.md: BBR costs the tree algorithms ~10 % here), so every result names it.
+        # (docs/testbed.md: BBR costs the tree algorithms 10-20 % here), so every result names it.
         result["bed"]["tcp_congestion_control"] = _congestion_control(names.netns(prefix, 0))
         say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False
