@@ -41,7 +41,7 @@ TEST_CASE("topology: VTs that share a NIC on every host, and both trees on every
   SECTION("4 hosts x 2 NICs, 4 VTs: every NIC sends 3 of the 4 ranges, as in the ring") {
     const Topology t = makeTopology(4, 1, {2}, 4);
     CHECK(t.sharedNics == 2);
-    CHECK(t.treeStride == 2);
+    CHECK(t.treeStride() == 2);
     // VTs 0 and 2 are on NIC 0 and follow different trees; so do 1 and 3 on NIC 1.
     CHECK(t.mirrorTree(0) != t.mirrorTree(2));
     CHECK(t.mirrorTree(1) != t.mirrorTree(3));
@@ -62,14 +62,14 @@ TEST_CASE("topology: VTs that share a NIC on every host, and both trees on every
   SECTION("one host: VTs meet in shared memory, no NIC is shared, trees alternate per VT") {
     const Topology t = makeTopology(1, 4, {2}, 4);
     CHECK(t.sharedNics == 0);
-    CHECK(t.treeStride == 1);
+    CHECK(t.treeStride() == 1);
     CHECK(t.mirrorTree(1));
     CHECK_FALSE(t.mirrorTree(2));
   }
   SECTION("different NIC counts: VT v is on different NICs of different hosts, nothing is shared") {
     const Topology t = makeTopology(4, 1, {2, 1}, 2);
     CHECK(t.sharedNics == 0);
-    CHECK(t.treeStride == 1);
+    CHECK(t.treeStride() == 1);
   }
   SECTION("one VT per NIC: nothing is shared") {
     const Topology t = makeTopology(4, 1, {2}, 2);

@@ -19,7 +19,7 @@ import cpu_use
 import leg_results
 import svg_plot
 import units
-from bed_net import Bed, BedError
+from bed_net import Bed, BedError, sh
 from events import EventRunner
 from flows import Flows
 from ranks import Ranks, system_binary
@@ -37,14 +37,13 @@ class _Terminated(KeyboardInterrupt):
     pass
 
 
-def _congestion_control(netns):
-    """The TCP congestion control a new socket in `netns` gets, or 'unknown'."""
+def _congestion_control(bed):
+    """The TCP congestion control a new socket in the bed's hosts gets (host 0's), or 'unknown'."""
     try:
-        out = subprocess.run(["ip", "netns", "exec", netns, "cat", "/proc/sys/net/ipv4/tcp_congestion_control"],
-                             capture_output=True, text=True, timeout=10)
+        p = sh(bed.exec_argv(0, ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]), bed.log, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "unknown"
 
 
 def _raise_terminated(signum, frame):
@@ -77,7 +76,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
         bed.up()
         # TCP's congestion control shapes what a flow gets through tbf; the hosts inherit the machine's
         # (docs/testbed.md: BBR costs the tree algorithms 10-20 % here), so every result names it.
-        result["bed"]["tcp_congestion_control"] = _congestion_control(names.netns(prefix, 0))
+        result["bed"]["tcp_congestion_control"] = _congestion_control(bed)
         say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False
         for coll in sc.collectives:

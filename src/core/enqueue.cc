@@ -103,12 +103,6 @@ static void settleCuts(precclComm* comm, CctPlan& plan) {
     for (Task& t : plan.tasks) t.cutStep = Task::kNoCut;
 }
 
-// After a collective whose plan had cuts, its own records are known everywhere: they are the latest
-// telemetry, and older cargo is superseded. Otherwise the epoch whose cargo rode on it becomes known
-// everywhere (if it was complete), and
-// this CCT's own records wait for the next collective. A CCT that could not complete the cargo (a small
-// sync between large calls, an AlltoAll) keeps carrying the older epoch instead, with what it heard added:
-// its own records matter less than the large call's, and dropping those would cost the policy a CCT.
 // Known everywhere: epoch's records become the latest telemetry, one row of per-VT maxima over all ranks
 // (the model uses the slowest rank's elapsed time and the largest byte count, so the maxima are its input).
 static void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vector<VtRecord>& maxima) {
@@ -117,6 +111,12 @@ static void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vect
   comm->haveTele = true;
 }
 
+// After a collective whose plan had cuts, its own records are known everywhere: they are the latest
+// telemetry, and older cargo is superseded. Otherwise the epoch whose cargo rode on it becomes known
+// everywhere (if it was complete), and this CCT's own records wait for the next collective. A CCT that
+// could not complete the cargo (a small sync between large calls, an AlltoAll) keeps carrying the older
+// epoch instead, with what it heard added: its own records matter less than the large call's, and
+// dropping those would cost the policy a CCT.
 static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
   if (plan.cuts) {
     setLatestTelemetry(comm, plan.epoch, plan.now);

@@ -33,7 +33,6 @@ void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDis
   bool sameK = true;
   for (int r = 0; r < nranks; r++) sameK &= nNics[r] == nNics[0];
   sharedNics = sameK && nVTs > nNics[0] && nHosts() > 1 ? nNics[0] : 0;
-  treeStride = sharedNics > 0 ? sharedNics : 1;
 }
 
 TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {

@@ -41,13 +41,13 @@ struct Topology {
   // more than one host; VT v uses NIC v mod K): the policy treats such VTs as one link (policy.h vtGroup).
   // 0 otherwise, and on a single host, where VTs meet in shared memory, not on a NIC.
   int sharedNics = 0;
-  // Which of the two trees (tree algorithms) VT v follows: v / treeStride alternates. The stride is
+  // Which of the two trees (tree algorithms) VT v follows: v / treeStride() alternates. The stride is
   // `sharedNics` when set, so that every NIC carries both trees, as in NCCL's double binary tree: a node
   // inner in one tree (it sends that range up and down) is a leaf in the other (it sends it once). With
   // one tree per NIC, an inner node's NIC sends its whole tree's range twice, which caps an AllReduce on 4
   // hosts at 3/4 of the ring's bandwidth; with both, the trees match the ring there.
-  int treeStride = 1;
-  bool mirrorTree(int vt) const { return (vt / treeStride) % 2 == 1; }
+  int treeStride() const { return sharedNics > 0 ? sharedNics : 1; }
+  bool mirrorTree(int vt) const { return (vt / treeStride()) % 2 == 1; }
 
   void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs);
   bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
