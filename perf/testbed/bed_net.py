@@ -111,8 +111,11 @@ def _alive(pid):
 
 
 class Bed:
-    def __init__(self, prefix, hosts, nics, rate_bps, rate_of=None, log=None):
+    def __init__(self, prefix, hosts, nics, rate_bps, rate_of=None, log=None, tcp_cc=None):
+        """tcp_cc: the TCP congestion control the hosts' sockets get ("cubic", "bbr", ...), set inside
+        each namespace; None keeps what a new namespace inherits from the machine."""
         self.prefix = names.check_prefix(prefix)
+        self.tcp_cc = tcp_cc
         if not 1 <= hosts <= names.MAX_HOSTS or not 1 <= nics <= names.MAX_NICS:
             raise BedError(f"hosts must be 1..{names.MAX_HOSTS} and nics 1..{names.MAX_NICS}")
         self.hosts, self.nics = hosts, nics
@@ -148,6 +151,8 @@ class Bed:
             ns = names.netns(self.prefix, h)
             run("ip", "netns", "add", ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
+            if self.tcp_cc:
+                self._set_congestion_control(h)
             for k in range(self.nics):
                 outer, inner = names.host_veth(self.prefix, h, k), names.nic(k)
                 run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
@@ -156,6 +161,24 @@ class Bed:
                 run("ip", "-n", ns, "addr", "add", f"{names.address(h, k)}/24", "dev", inner)
                 run("ip", "-n", ns, "link", "set", inner, "up")
                 self._shape(h, k, self.rates[(h, k)], "replace")
+
+    def _set_congestion_control(self, h):
+        """net.ipv4.tcp_congestion_control is per namespace (Linux >= 4.15): setting it in a host
+        touches nothing outside the bed. On an older kernel the write would change the machine's own
+        value, so it is checked against the root namespace's and put back if it moved."""
+        path = "/proc/sys/net/ipv4/tcp_congestion_control"
+        machine = open(path).read().strip()
+        p = sh(self.exec_argv(h, ["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.tcp_cc}"]),
+               self.log, check=False)
+        if open(path).read().strip() != machine:
+            with open(path, "w") as f:
+                f.write(machine)
+            raise BedError("this kernel's TCP congestion control is not per network namespace; "
+                           "run with tcp_congestion_control = \"inherit\"")
+        if p.returncode != 0:
+            avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+            raise BedError(f"TCP congestion control {self.tcp_cc!r} cannot be set in the hosts "
+                           f"(this machine has: {', '.join(avail)}): {p.stderr.strip()}")
 
     def down(self):
         left = teardown(self.prefix, self.log)

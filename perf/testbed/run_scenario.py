@@ -60,7 +60,8 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     os.makedirs(out_dir, exist_ok=True)
     bins = dict(bins or {})
     bins.setdefault("preccl", perf_bin)
-    bed = Bed(prefix, sc.hosts, sc.nics, sc.rate_bps, sc.rate_of)
+    bed = Bed(prefix, sc.hosts, sc.nics, sc.rate_bps, sc.rate_of,
+              tcp_cc=None if sc.tcp_cc == "inherit" else sc.tcp_cc)
     built_rates = dict(bed.rates)
     result = {"prefix": prefix, "scenario": os.path.abspath(sc.path), "out_dir": os.path.abspath(out_dir),
               "bed": {"hosts": sc.hosts, "nics": sc.nics, "ranks_per_host": sc.ranks_per_host,
@@ -74,8 +75,8 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
         say(f"testbed {prefix}: {sc.hosts} hosts x {sc.nics} NICs, {units.format_rate(sc.rate_bps)}, "
             f"{sc.hosts * sc.ranks_per_host} ranks; {', '.join(sc.collectives)} x {', '.join(sc.systems)}")
         bed.up()
-        # TCP's congestion control shapes what a flow gets through tbf; the hosts inherit the machine's
-        # (docs/testbed.md: BBR costs the tree algorithms 10-20 % here), so every result names it.
+        # TCP's congestion control shapes what a flow gets through tbf (docs/testbed.md: BBR costs the
+        # tree algorithms 10-20 % here), so every result names the one its hosts ran, read back.
         result["bed"]["tcp_congestion_control"] = _congestion_control(bed)
         say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False

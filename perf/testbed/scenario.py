@@ -19,6 +19,7 @@ MAX_FLOW_BYTES = 1 << 34
 # algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO), and the peers.
 PEER_SYSTEMS = ("openmpi", "gloo")        # AllReduce only
 DEFAULT_SYSTEMS = ("preccl-static", "openmpi", "gloo")
+TCP_CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")   # a kernel module's name, or "inherit"
 SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?$")
 
 
@@ -50,6 +51,9 @@ class Scenario:
     rate_bps: int = 100 * 10**6
     rate_of: dict = field(default_factory=dict)     # (host, nic) -> bits/s
     ranks_per_host: int = 1
+    # The hosts' TCP congestion control: Linux's default unless a scenario says otherwise, so that a
+    # result does not depend on what the machine running the bed was set to ("inherit" keeps that).
+    tcp_cc: str = "cubic"
     prefix: str | None = None
     collective: str = "allreduce"
     min_bytes: int = 4 << 20
@@ -182,6 +186,9 @@ def _parse_bed(sc, t):
     sc.nics = t.int_in("nics", 1, names.MAX_NICS, sc.nics)
     sc.rate_bps = t.rate("rate", units.format_rate(sc.rate_bps))
     sc.ranks_per_host = t.int_in("ranks_per_host", 1, names.MAX_RANKS_PER_HOST, sc.ranks_per_host)
+    sc.tcp_cc = t.get("tcp_congestion_control", "str", sc.tcp_cc)
+    if not TCP_CC_RE.match(sc.tcp_cc):
+        t.fail("tcp_congestion_control", f"{sc.tcp_cc!r}: want a name like \"cubic\" or \"inherit\"")
     sc.prefix = t.get("prefix", "str")
     if sc.prefix is not None:
         try:

@@ -47,6 +47,9 @@ class Checks:
         return cond
 
 
+CC_PATH = "/proc/sys/net/ipv4/tcp_congestion_control"
+
+
 def netns_possible():
     if os.geteuid() != 0:
         return "not root"
@@ -84,6 +87,7 @@ def test_refuse_and_down(c):
 
 def test_run(c, perf, out):
     prefix = names.new_prefix()
+    machine_cc = open(CC_PATH).read().strip()
     print(f"run scenarios/selftest_2x2.toml with prefix {prefix}, output {out}")
     p = subprocess.run(TESTBED + ["run", "--scenario", os.path.join(HERE, "scenarios", "selftest_2x2.toml"),
                                   "--perf", perf, "--out", out, "--prefix", prefix],
@@ -125,6 +129,10 @@ def test_run(c, perf, out):
     c.expect(r["nics_down"] == ["h1.nic1"], f"result.json nics_down == ['h1.nic1'] ({r['nics_down']})")
     c.expect(r["left_behind"] == [] and r["passed"], "the run reports nothing left behind and passed")
     c.expect("busy" in r["cpu"], f"CPU use recorded ({r['cpu']})")
+    cc = r["bed"].get("tcp_congestion_control")
+    c.expect(cc == "cubic" and open(CC_PATH).read().strip() == machine_cc,
+             f"the hosts ran the scenario's TCP congestion control (cubic: {cc}) and the machine's own "
+             f"({machine_cc}) is untouched")
     nothing_left(c, prefix)
 
 

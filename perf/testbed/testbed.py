@@ -39,7 +39,8 @@ def cmd_up(a):
         sc = scenario.Scenario(path="--rate-of", hosts=a.hosts, nics=a.nics)
         rate_of[scenario._parse_label(sc, t, f"rate_of.{label}", label)] = units.parse_rate(rate)
     prefix = a.prefix or names.new_prefix()
-    bed = Bed(prefix, a.hosts, a.nics, units.parse_rate(a.rate), rate_of)
+    bed = Bed(prefix, a.hosts, a.nics, units.parse_rate(a.rate), rate_of,
+              tcp_cc=None if a.tcp_cc == "inherit" else _tcp_cc(a.tcp_cc))
     try:
         bed.up()
     except BaseException:  # error, Ctrl-C, SIGTERM: remove the half-built bed, undisturbed
@@ -92,6 +93,8 @@ def cmd_run(a):
             except scenario.ScenarioError as e:
                 sys.exit(f"testbed: {e}")
     sc.collective = sc.collectives[0]
+    if a.tcp_cc is not None:
+        sc.tcp_cc = _tcp_cc(a.tcp_cc)
     _need_root()
     build = a.build or os.environ.get("PRECCL_BUILD") or os.path.join(REPO, "build")
     perf = a.perf or os.path.join(build, "perf", "preccl-perf")
@@ -106,6 +109,12 @@ def cmd_run(a):
     bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo-allreduce"))
     r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins)
     sys.exit(0 if r["passed"] else 1)
+
+
+def _tcp_cc(name):
+    if not scenario.TCP_CC_RE.match(name):
+        sys.exit(f"testbed: --tcp-cc {name!r}: want a name like cubic, bbr or inherit")
+    return name
 
 
 _CHECKS = {"collectives": (lambda v: v in scenario.COLLECTIVES, "a collective"),
@@ -160,6 +169,8 @@ def main():
     p.add_argument("--nics", type=int, default=2)
     p.add_argument("--rate", default="100mbit", help="every NIC, both directions (tc units)")
     p.add_argument("--rate-of", action="append", default=[], metavar="hH.nicK=RATE")
+    p.add_argument("--tcp-cc", default="cubic", metavar="NAME",
+                   help="the hosts' TCP congestion control (default cubic; inherit: the machine's)")
     p.add_argument("--prefix")
     p.set_defaults(fn=cmd_up)
     p = sub.add_parser("down", help="remove everything named after a prefix")
@@ -174,6 +185,7 @@ def main():
     p.add_argument("--gloo", help="perf-gloo-allreduce (default: next to preccl-perf)")
     p.add_argument("--collectives", help="comma-separated; overrides the scenario's [run] collectives")
     p.add_argument("--systems", help="comma-separated; overrides the scenario's [run] systems")
+    p.add_argument("--tcp-cc", metavar="NAME", help="overrides the scenario's [bed] tcp_congestion_control")
     p.add_argument("--out", help="output directory (default /tmp/preccl-testbed/<prefix>-<time>)")
     p.add_argument("--prefix")
     p.set_defaults(fn=cmd_run)
