@@ -15,6 +15,9 @@ import bed_names as names
 import units
 
 
+CC_PATH = "/proc/sys/net/ipv4/tcp_congestion_control"  # per network namespace since Linux 4.15
+
+
 class BedError(RuntimeError):
     pass
 
@@ -113,9 +116,9 @@ def _alive(pid):
 class Bed:
     def __init__(self, prefix, hosts, nics, rate_bps, rate_of=None, log=None, tcp_cc=None):
         """tcp_cc: the TCP congestion control the hosts' sockets get ("cubic", "bbr", ...), set inside
-        each namespace; None keeps what a new namespace inherits from the machine."""
+        each namespace; None or "inherit" keeps what a new namespace inherits from the machine."""
         self.prefix = names.check_prefix(prefix)
-        self.tcp_cc = tcp_cc
+        self.tcp_cc = None if tcp_cc in (None, "inherit") else tcp_cc
         if not 1 <= hosts <= names.MAX_HOSTS or not 1 <= nics <= names.MAX_NICS:
             raise BedError(f"hosts must be 1..{names.MAX_HOSTS} and nics 1..{names.MAX_NICS}")
         self.hosts, self.nics = hosts, nics
@@ -143,6 +146,7 @@ class Bed:
                                         "pid": os.getpid(), "created": time.time()})
         self.is_up = True
         run = lambda *a: sh(list(a), self.log)
+        machine_cc = open(CC_PATH).read().strip()
         for k in range(self.nics):
             br = names.bridge(self.prefix, k)
             run("ip", "link", "add", br, "type", "bridge")
@@ -152,7 +156,7 @@ class Bed:
             run("ip", "netns", "add", ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
             if self.tcp_cc:
-                self._set_congestion_control(h)
+                self._set_congestion_control(h, machine_cc)
             for k in range(self.nics):
                 outer, inner = names.host_veth(self.prefix, h, k), names.nic(k)
                 run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns)
@@ -162,17 +166,14 @@ class Bed:
                 run("ip", "-n", ns, "link", "set", inner, "up")
                 self._shape(h, k, self.rates[(h, k)], "replace")
 
-    def _set_congestion_control(self, h):
-        """net.ipv4.tcp_congestion_control is per namespace (Linux >= 4.15): setting it in a host
-        touches nothing outside the bed. On an older kernel the write would change the machine's own
-        value, so it is checked against the root namespace's and put back if it moved."""
-        path = "/proc/sys/net/ipv4/tcp_congestion_control"
-        machine = open(path).read().strip()
+    def _set_congestion_control(self, h, machine_cc):
+        """Setting it in a host touches nothing outside the bed (CC_PATH is per namespace). On an older
+        kernel the write would change the machine's own value, so that is checked and put back if it moved."""
         p = sh(self.exec_argv(h, ["sysctl", "-qw", f"net.ipv4.tcp_congestion_control={self.tcp_cc}"]),
                self.log, check=False)
-        if open(path).read().strip() != machine:
-            with open(path, "w") as f:
-                f.write(machine)
+        if open(CC_PATH).read().strip() != machine_cc:
+            with open(CC_PATH, "w") as f:
+                f.write(machine_cc)
             raise BedError("this kernel's TCP congestion control is not per network namespace; "
                            "run with tcp_congestion_control = \"inherit\"")
         if p.returncode != 0:
@@ -232,6 +233,14 @@ class Bed:
 
     def operstate(self, h, k):
         return self.nic_state()[names.nic_label(h, k)]["operstate"]
+
+    def congestion_control(self):
+        """The TCP congestion control a new socket in the hosts gets, read back in host 0, or 'unknown'."""
+        try:
+            p = sh(self.exec_argv(0, ["cat", CC_PATH]), self.log, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "unknown"
 
     def exec_argv(self, h, argv):
         return ["ip", "netns", "exec", names.netns(self.prefix, h), *argv]

@@ -11,7 +11,6 @@ import dataclasses
 import json
 import os
 import signal
-import subprocess
 import time
 
 import bed_names as names
@@ -19,7 +18,7 @@ import cpu_use
 import leg_results
 import svg_plot
 import units
-from bed_net import Bed, BedError, sh
+from bed_net import Bed, BedError
 from events import EventRunner
 from flows import Flows
 from ranks import Ranks, system_binary
@@ -37,15 +36,6 @@ class _Terminated(KeyboardInterrupt):
     pass
 
 
-def _congestion_control(bed):
-    """The TCP congestion control a new socket in the bed's hosts gets (host 0's), or 'unknown'."""
-    try:
-        p = sh(bed.exec_argv(0, ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]), bed.log, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "unknown"
-
-
 def _raise_terminated(signum, frame):
     raise _Terminated()
 
@@ -60,8 +50,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     os.makedirs(out_dir, exist_ok=True)
     bins = dict(bins or {})
     bins.setdefault("preccl", perf_bin)
-    bed = Bed(prefix, sc.hosts, sc.nics, sc.rate_bps, sc.rate_of,
-              tcp_cc=None if sc.tcp_cc == "inherit" else sc.tcp_cc)
+    bed = Bed(prefix, sc.hosts, sc.nics, sc.rate_bps, sc.rate_of, tcp_cc=sc.tcp_cc)
     built_rates = dict(bed.rates)
     result = {"prefix": prefix, "scenario": os.path.abspath(sc.path), "out_dir": os.path.abspath(out_dir),
               "bed": {"hosts": sc.hosts, "nics": sc.nics, "ranks_per_host": sc.ranks_per_host,
@@ -77,7 +66,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
         bed.up()
         # TCP's congestion control shapes what a flow gets through tbf (docs/testbed.md: BBR costs the
         # tree algorithms 10-20 % here), so every result names the one its hosts ran, read back.
-        result["bed"]["tcp_congestion_control"] = _congestion_control(bed)
+        result["bed"]["tcp_congestion_control"] = bed.congestion_control()
         say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False
         for coll in sc.collectives:

@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import bed_names as names  # noqa: E402
 import selftest_capacity  # noqa: E402
 import selftest_parse  # noqa: E402
-from bed_net import owned  # noqa: E402
+from bed_net import CC_PATH, owned  # noqa: E402
 
 TESTBED = [sys.executable, os.path.join(HERE, "testbed.py")]
 MiB = 1 << 20
@@ -45,9 +45,6 @@ class Checks:
         if not cond:
             self.failed.append(what)
         return cond
-
-
-CC_PATH = "/proc/sys/net/ipv4/tcp_congestion_control"
 
 
 def netns_possible():

@@ -39,8 +39,7 @@ def cmd_up(a):
         sc = scenario.Scenario(path="--rate-of", hosts=a.hosts, nics=a.nics)
         rate_of[scenario._parse_label(sc, t, f"rate_of.{label}", label)] = units.parse_rate(rate)
     prefix = a.prefix or names.new_prefix()
-    bed = Bed(prefix, a.hosts, a.nics, units.parse_rate(a.rate), rate_of,
-              tcp_cc=None if a.tcp_cc == "inherit" else _tcp_cc(a.tcp_cc))
+    bed = Bed(prefix, a.hosts, a.nics, units.parse_rate(a.rate), rate_of, tcp_cc=_tcp_cc(a.tcp_cc))
     try:
         bed.up()
     except BaseException:  # error, Ctrl-C, SIGTERM: remove the half-built bed, undisturbed
