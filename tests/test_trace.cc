@@ -85,9 +85,13 @@ TEST_CASE("a large call's own telemetry is known on every rank when it returns",
     opt.env.push_back({"PRECCL_POLICY", "preccl"});
     opt.env.push_back({"PRECCL_ALGO", algo});
     opt.env.push_back({"PRECCL_CHECK_ALLOC", "1"});
+    // 64 KiB pieces: a VT has >= 2 of them even at the policy's floor (1/32 of 4 MiB = 128 KiB), which
+    // preccl can reach on one busy host, where the VTs' times follow the scheduler. With 512 KiB pieces a
+    // VT pushed below 1 MiB had one piece, no room for a cut, and so the whole call had none.
+    opt.env.push_back({"PRECCL_SLOT_BYTES", "65536"});
     opt.timeoutSec = 120;
     const bool ring = std::string(algo) == "ring";
-    constexpr size_t kBig = size_t(1) << 20;  // 4 MiB of floats: >= 2 pieces of 512 KiB on each of 2 VTs
+    constexpr size_t kBig = size_t(1) << 20;  // 4 MiB of floats
     GroupResult g = runGroup(4, opt, [&](Rank& r) {
       runCase(r, Case{Coll::AllReduce, precclFloat, kSum, kBig, false, 0, 900});
       runCase(r, Case{Coll::Broadcast, precclFloat, kSum, kBig, false, 1, 901});
