@@ -1,5 +1,6 @@
 """Numbers of one leg (one system running one collective on the bed) and the scenario's output files:
 results.csv (per size), timeline.csv (per iteration, and the events), vt_share.csv (PReCCL's VTs).
+Each call also gets the hypervisor's steal over it, from the leg's cpu.csv (cpu_use.Sampler).
 
 busbw is in Mbit/s (1e6 bit/s, the unit of the links' rates), from the slowest rank's time per size
 (rank 0's table) and from rank 0's own time per iteration (iter.csv). The per-size figure is the
@@ -8,6 +9,7 @@ in-place one (the natural mode of every system here); the out-of-place one is ke
 import csv
 import os
 
+import cpu_use
 from capacity import RateTimeline
 from ranks import static_reference
 
@@ -50,14 +52,16 @@ def leg_numbers(leg, sc, bed_rates):
     coll, n, g = leg["collective"], sc.hosts * sc.ranks_per_host, sc.ranks_per_host
     rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []))
     iters = read_iters(leg.get("iter_csv"), leg.get("launch_unix"))
+    samples = cpu_use.read_samples(leg.get("cpu_csv"))
     leg["timeline"], leg["vt_share"], leg["sizes"] = [], [], []
     for r in iters:
         cap = rt.mean_limit_bps(coll, g, r["t_start"], r["t_end"]) / 1e6
         bw = mbit(r["bytes"], r["time_us"], coll, n)
+        steal = cpu_use.steal_between(samples, leg["launch_unix"] + r["t_start"], leg["launch_unix"] + r["t_end"])
         leg["timeline"].append({"t": round(r["t_end"], 4), "kind": "iter", "mode": r["mode"], "bytes": r["bytes"],
                                 "iter": r["iter"], "time_us": r["time_us"], "busbw": _r(bw),
                                 "capacity_limit": _r(cap), "fraction_of_capacity": _r(bw / cap if cap else None),
-                                "event": ""})
+                                "steal": None if steal is None else round(steal, 3), "event": ""})
         v = 0
         while f"vt{v}_share" in r:
             if r[f"vt{v}_share"] != "":
@@ -80,8 +84,12 @@ def leg_numbers(leg, sc, bed_rates):
         # must not lower the limit of the in-place figure).
         mine = [r for r in iters if r["bytes"] == size and r["mode"] == mode]
         cap = (_weighted_cap(rt, coll, g, mine) if mine else rt.limit_bps(coll, g, 0.0)) / 1e6
+        # The block's calls run back to back: the steal over the block is that of its calls.
+        steal = cpu_use.steal_between(samples, leg["launch_unix"] + min(r["t_start"] for r in mine),
+                                      leg["launch_unix"] + max(r["t_end"] for r in mine)) if mine else None
         leg["sizes"].append({"size": size, "busbw": _r(bw), "busbw_oop": _r(oop), "capacity_limit": _r(cap),
-                             "fraction_of_capacity": _r(bw / cap if bw is not None and cap else None)})
+                             "fraction_of_capacity": _r(bw / cap if bw is not None and cap else None),
+                             "steal": _r(steal, 3)})
 
 
 def _weighted_cap(rt, coll, g, rows):
@@ -97,9 +105,9 @@ def _r(x, digits=4):
 
 
 RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_static", "capacity_limit",
-                  "fraction_of_capacity", "busbw_oop", "ok", "note"]
+                  "fraction_of_capacity", "busbw_oop", "steal", "ok", "note"]
 TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
-                    "capacity_limit", "fraction_of_capacity", "event"]
+                    "capacity_limit", "fraction_of_capacity", "steal", "event"]
 VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
 
 
@@ -120,7 +128,8 @@ def result_rows(legs):
                          "busbw": s["busbw"], "ratio_to_preccl_static":
                          _r(s["busbw"] / r0) if r0 and s["busbw"] is not None else None,
                          "capacity_limit": s["capacity_limit"], "fraction_of_capacity": s["fraction_of_capacity"],
-                         "busbw_oop": s["busbw_oop"], "ok": l.get("ok", False), "note": note})
+                         "busbw_oop": s["busbw_oop"], "steal": s.get("steal"), "ok": l.get("ok", False),
+                         "note": note})
     return rows
 
 

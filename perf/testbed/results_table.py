@@ -3,7 +3,8 @@
 one row per (scenario, collective, algorithm), PReCCL static vs preccl (and any other system present),
 the ratio preccl / static, and preccl's fraction of the capacity limit, also relative to what TCP can
 carry through a shaped NIC (`--tcp-ceiling`, the fraction of the link rate one TCP flow reaches on the
-bed; docs/results.md says how it was measured).
+bed; docs/results.md says how it was measured), and, where the runs recorded it, the hypervisor's steal
+during the calls behind each figure.
 
 usage: results_table.py [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
 A scenario may be given several directories (e.g. static and preccl legs from different runs); for a
@@ -47,8 +48,10 @@ def main():
                 order.append(key)
             table[key][system] = r
     others = sorted({s for v in table.values() for s in v} - {"static", "preccl"})
+    # The hypervisor's steal during each figure's calls (runs since the bed sampled it; docs/testbed.md).
+    has_steal = any(r.get("steal") for v in table.values() for r in v.values())
     head = ["scenario", "collective", "algorithm", "static", "preccl", "preccl / static", "limit",
-            "preccl of limit", "of TCP ceiling"] + others
+            "preccl of limit", "of TCP ceiling"] + others + (["steal static / preccl"] if has_steal else [])
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for key in order:
@@ -60,6 +63,9 @@ def main():
         frac = f"{float(pr['fraction_of_capacity']):.2f}" if pr and pr.get("fraction_of_capacity") else "-"
         tcp = f"{float(pr['fraction_of_capacity']) / a.tcp_ceiling:.2f}" if frac != "-" else "-"
         cells = [key[0], key[1], key[2], f(st), f(pr), ratio, limit, frac, tcp] + [f(v.get(o)) for o in others]
+        if has_steal:
+            pc = lambda r: f"{float(r['steal']) * 100:.0f} %" if r and r.get("steal") else "-"
+            cells.append(f"{pc(st)} / {pc(pr)}")
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
 

@@ -101,8 +101,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
             for s, h in old.items():
                 signal.signal(s, h)
     result["wall_s"] = round(time.monotonic() - t_wall0, 3)
-    busy = cpu_use.busy(cpu0, cpu1)
-    result["cpu"] = {"busy": round(busy, 3), "cores": os.cpu_count(), "warn": busy > cpu_use.BUSY_WARN}
+    result["cpu"] = {**cpu_use.summary(cpu0, cpu1), "cores": os.cpu_count()}
     for leg in legs:
         if "launch_unix" in leg or "perf" in leg:
             leg_results.leg_numbers(leg, sc, built_rates)
@@ -118,6 +117,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     result["ok"] = bool(ran) and all(l.get("ok") for l in ran)
     result["events_ok"] = all(l.get("events_ok", False) for l in ran)
     result["cpu_warn_legs"] = [l["dir"] for l in ran if l.get("cpu", {}).get("warn")]
+    result["steal_warn_legs"] = [l["dir"] for l in ran if l.get("cpu", {}).get("steal_warn")]
     result["passed"] = (result["ok"] and result["events_ok"] and not result["error"]
                         and not result["left_behind"])
     with open(os.path.join(out_dir, "result.json"), "w") as f:
@@ -152,7 +152,8 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
     flows = Flows(bed, leg_dir)
     events = None
     leg.update(command=ranks.command(), counters={}, error=None, iter_csv=ranks.iter_csv)
-    cpu0 = cpu_use.read()
+    cpu = cpu_use.Sampler()
+    cpu.start()
     t_leg0 = time.monotonic()
     try:
         leg["counters"]["start"] = bed.nic_state()
@@ -182,8 +183,10 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
             events.join(5)
         ranks.kill()
         flows.kill_all()
-        busy = cpu_use.busy(cpu0, cpu_use.read())
-        leg["cpu"] = {"busy": round(busy, 3), "warn": busy > cpu_use.BUSY_WARN}
+        cpu.stop()
+        leg["cpu"] = cpu_use.summary(cpu.samples[0], cpu.samples[-1])
+        leg["cpu_csv"] = os.path.join(leg_dir, "cpu.csv")
+        cpu_use.write_samples(leg["cpu_csv"], cpu.samples)
         leg["wall_s"] = round(time.monotonic() - t_leg0, 3)
         leg.update(ranks.summary())
         leg["events"] = events.log if events is not None else []
@@ -217,11 +220,17 @@ def _report_leg(leg, leg_dir, say):
             f"at {e.get('t_s', '-')} s: {status}{extra}")
     for line in leg.get("errors", []):
         say(f"# {line}")
-    say(f"# CPU busy {leg['cpu']['busy'] * 100:.0f}% over {leg['wall_s']} s"
-        + (" -- WARNING: the machine, not the links, may have been the bottleneck" if leg["cpu"]["warn"] else ""))
+    say(f"# CPU busy {leg['cpu']['busy'] * 100:.0f}% ({_steal(leg['cpu'])}) over {leg['wall_s']} s"
+        + (" -- WARNING: the machine, not the links, may have been the bottleneck" if leg["cpu"]["warn"] else "")
+        + (" -- WARNING: the hypervisor took the CPU for a while: slow calls may not be the links'"
+           if leg["cpu"].get("steal_warn") else ""))
     if leg["error"]:
         say(f"# ERROR: {leg['error']}")
     say(f"# {leg['collective']} / {leg['system']}: {'ok' if leg['ok'] else 'FAILED'}")
+
+
+def _steal(cpu):
+    return f"steal {cpu.get('steal', 0) * 100:.0f}%"
 
 
 def _report(r, out_dir, say):
@@ -231,15 +240,20 @@ def _report(r, out_dir, say):
             continue
         ratio = row.get("ratio_to_preccl_static")
         frac = row.get("fraction_of_capacity")
+        steal = "" if row.get("steal") is None else f", steal {row['steal'] * 100:.0f}%"
         say(f"# {row['collective']:>13} {row['system']:>14} {row['size']:>10} B: busbw {row['busbw']} Mbit/s, "
             f"capacity {row['capacity_limit']} Mbit/s ({'-' if frac is None else f'{frac * 100:.0f}%'}), "
-            f"ratio to preccl-static {'-' if ratio is None else ratio}{'' if row['ok'] else ' FAILED'}")
+            f"ratio to preccl-static {'-' if ratio is None else ratio}{steal}{'' if row['ok'] else ' FAILED'}")
     if r["nics_down"]:
         say(f"# NICs down at the end of the last leg: {', '.join(r['nics_down'])}")
-    say(f"# CPU busy {r['cpu']['busy'] * 100:.0f}% of {r['cpu']['cores']} cores over {r['wall_s']} s")
+    say(f"# CPU busy {r['cpu']['busy'] * 100:.0f}% ({_steal(r['cpu'])}) of {r['cpu']['cores']} cores "
+        f"over {r['wall_s']} s")
     if r["cpu"]["warn"] or r["cpu_warn_legs"]:
         say(f"# WARNING: the machine was more than {cpu_use.BUSY_WARN * 100:.0f}% busy "
             f"({', '.join(r['cpu_warn_legs']) or 'whole run'}); the numbers may measure the CPU, not the network")
+    if r["steal_warn_legs"]:
+        say(f"# WARNING: the hypervisor took more than {cpu_use.STEAL_WARN * 100:.0f}% of the CPU during "
+            f"{', '.join(r['steal_warn_legs'])}; per-call steal is in timeline.csv")
     if r["error"]:
         say(f"# ERROR: {r['error']}")
     if r["left_behind"]:

@@ -125,7 +125,10 @@ def test_run(c, perf, out):
              f"link_down h1.nic1 reported in events with operstate {down.get('operstate')}")
     c.expect(r["nics_down"] == ["h1.nic1"], f"result.json nics_down == ['h1.nic1'] ({r['nics_down']})")
     c.expect(r["left_behind"] == [] and r["passed"], "the run reports nothing left behind and passed")
-    c.expect("busy" in r["cpu"], f"CPU use recorded ({r['cpu']})")
+    c.expect("busy" in r["cpu"] and "steal" in r["cpu"], f"CPU use and the hypervisor's steal recorded ({r['cpu']})")
+    iters = [t for t in r["legs"][0].get("timeline", []) if t["kind"] == "iter"]
+    c.expect(iters and all(t["steal"] is not None and 0 <= t["steal"] <= 1 for t in iters),
+             f"every call has its steal in the timeline ({[t['steal'] for t in iters]})")
     cc = r["bed"].get("tcp_congestion_control")
     c.expect(cc == "cubic" and open(CC_PATH).read().strip() == machine_cc,
              f"the hosts ran the scenario's TCP congestion control (cubic: {cc}) and the machine's own "

@@ -3,6 +3,7 @@ the key and the problem. Needs no root; selftest.py runs it first."""
 import os
 import tempfile
 
+import cpu_use
 import scenario
 import units
 
@@ -102,6 +103,13 @@ def run():
     for text, n in (("4M", 4 << 20), ("1K", 1024), (12, 12), ("7", 7)):
         if units.parse_size(text) != n:
             failures.append(f"parse_size({text!r}) = {units.parse_size(text)}, want {n}")
+    # Steal over a call: from the samples around it (jiffies of the whole machine).
+    samples = [{"unix": t, "total": tot, "idle": 0, "steal": st} for t, tot, st in
+               ((0.0, 0, 0), (1.0, 200, 10), (2.0, 400, 90), (3.0, 600, 100))]
+    for t0, t1, want in ((1.0, 2.0, 0.4), (0.5, 2.0, 0.225), (0.0, 3.0, 1 / 6), (-1.0, 2.0, None), (1.0, 3.5, None)):
+        got = cpu_use.steal_between(samples, t0, t1)
+        if (got is None) != (want is None) or (got is not None and abs(got - want) > 1e-9):
+            failures.append(f"steal_between(.., {t0}, {t1}) = {got}, want {want}")
     return failures
 
 

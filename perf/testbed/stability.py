@@ -84,6 +84,11 @@ def main():
         iters = sorted((float(r["t"]) - float(r["time_us"]) / 1e6, float(r["t"]), float(r["busbw"]))
                        for r in timeline if r["collective"] == coll and r["system"] == system)
         print(f"== {coll} / {system}: {len(iters)} timed iterations")
+        steal = [r.get("steal") for r in sorted((r for r in timeline if r["collective"] == coll and r["system"] == system),
+                                                key=lambda r: float(r["t"]))]
+        if any(steal):  # runs from before the bed sampled it have none
+            print("   hypervisor steal per iteration, % of the CPU: "
+                  + " ".join("-" if x in (None, "") else f"{float(x) * 100:.0f}" for x in steal))
         if mine_rows:
             absm, relm = share_moves(mine_rows, a.skip)
             print(f"   share change per iteration after the first {a.skip}: points of the total mean "
