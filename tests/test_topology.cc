@@ -1,6 +1,7 @@
 // Which VTs share a NIC, and how the trees of the tree algorithms spread over the NICs (core/topology.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -75,4 +76,29 @@ TEST_CASE("topology: VTs that share a NIC on every host, and both trees on every
     const Topology t = makeTopology(4, 1, {2}, 2);
     CHECK(t.sharedNics == 0);
   }
+}
+
+// The policy converts a VT's range into the bytes its busiest rank sends (core/enqueue.cc allocKey):
+// treeMaxSends must be what the trees' own links give, for every size, root and mirror.
+TEST_CASE("topology: the most ranges a tree's busiest rank sends", "[plan]") {
+  for (int n = 1; n <= 9; n++) {
+    const Topology t = makeTopology(n, 1, {1}, 2);
+    int allReduce = 0, broadcast = 0, reduce = 0;
+    for (int vt = 0; vt < 2; vt++)
+      for (int r = 0; r < n; r++) {
+        const TreeLinks a = vtTree(t, r, vt);
+        allReduce = std::max(allReduce, (a.parent >= 0) + a.nchildren());
+        for (int root = 0; root < n; root++) {
+          const TreeLinks b = vtTree(t, r, vt, root);
+          broadcast = std::max(broadcast, b.nchildren());
+          reduce = std::max(reduce, static_cast<int>(b.parent >= 0));
+        }
+      }
+    INFO("n = " << n);
+    CHECK(treeMaxSends(n, true, true) == allReduce);
+    CHECK(treeMaxSends(n, false, true) == broadcast);
+    CHECK(treeMaxSends(n, true, false) == reduce);
+  }
+  CHECK(treeMaxSends(4, true, true) == 2);  // the bed's 4 hosts: root and inner node send 2 ranges
+  CHECK(treeMaxSends(8, true, true) == 3);
 }

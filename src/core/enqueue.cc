@@ -48,13 +48,15 @@ static AllocKey allocKey(precclComm* comm, const CctArgs& a, bool tree) {
   k.algo = tree ? 1 : 0;
   switch (a.coll) {
     case Coll::AllReduce:
-      if (tree) k.wireNum = 3;  // an interior node sends up once and down to two children
+      // A tree's busiest rank sends its range up once and down to each child: 2 of them at 4 ranks, 3
+      // from 5 on (a fixed 3 overstated 4 ranks' bytes 1.5x against the fit, shrinking alpha's weight).
+      if (tree) k.wireNum = treeMaxSends(n, true, true);
       else k.wireNum = 2 * (n - 1), k.wireDen = n;
       break;
     case Coll::AllGather:
     case Coll::ReduceScatter: k.wireNum = n - 1; break;
-    case Coll::Broadcast:
-    case Coll::Reduce: k.wireNum = tree ? 2 : 1; break;
+    case Coll::Broadcast: k.wireNum = tree ? treeMaxSends(n, false, true) : 1; break;
+    case Coll::Reduce: k.wireNum = 1; break;  // up the tree or along the chain: every rank sends once
     default: k.wireNum = n - 1; break;
   }
   if (n == 1) k.wireNum = k.wireDen = 1;

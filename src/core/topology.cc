@@ -1,5 +1,6 @@
 #include "core/topology.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -54,6 +55,15 @@ TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {
     if (cv < n) t.child[c] = rankOf(cv);
   }
   return t;
+}
+
+int treeMaxSends(int n, bool up, bool down) {
+  int most = 0;
+  for (int v = 0; v < n; v++) {
+    const int children = (2 * v + 1 < n) + (2 * v + 2 < n);  // treeLinks: virtual index v's children
+    most = std::max(most, (up && v > 0 ? 1 : 0) + (down ? children : 0));
+  }
+  return most;
 }
 
 TreeLinks vtTree(const Topology& topo, int rank, int vt, int root) { return treeLinks(topo, rank, root, topo.mirrorTree(vt)); }

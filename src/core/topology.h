@@ -66,6 +66,10 @@ struct TreeLinks {
   int nchildren() const { return (child[0] >= 0) + (child[1] >= 0); }
 };
 TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror);
+// The most ranges any rank of an n-rank tree (treeLinks' shape, the same for every root and mirror)
+// sends in one collective: `up` once to its parent, `down` once to each child. AllReduce sends both,
+// Broadcast down, Reduce up. This is what the busiest rank's telemetry counts per byte of a VT's range.
+int treeMaxSends(int n, bool up, bool down);
 // VT vt's tree for a rooted collective (Broadcast, Reduce): rooted at `root`, mirrored per mirrorTree.
 TreeLinks vtTree(const Topology& topo, int rank, int vt, int root);
 // VT vt's tree for AllReduce: rooted at the first ring position, or, mirrored, at the last.
