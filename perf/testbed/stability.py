@@ -81,11 +81,11 @@ def main():
             mine_rows = []
         else:
             mine_rows = [r for r in shares if r["collective"] == coll and r["system"] == system]
-        iters = sorted((float(r["t"]) - float(r["time_us"]) / 1e6, float(r["t"]), float(r["busbw"]))
-                       for r in timeline if r["collective"] == coll and r["system"] == system)
+        rows = sorted((r for r in timeline if r["collective"] == coll and r["system"] == system),
+                      key=lambda r: float(r["t"]))
+        iters = [(float(r["t"]) - float(r["time_us"]) / 1e6, float(r["t"]), float(r["busbw"])) for r in rows]
         print(f"== {coll} / {system}: {len(iters)} timed iterations")
-        steal = [r.get("steal") for r in sorted((r for r in timeline if r["collective"] == coll and r["system"] == system),
-                                                key=lambda r: float(r["t"]))]
+        steal = [r.get("steal") for r in rows]
         if any(steal):  # runs from before the bed sampled it have none
             print("   hypervisor steal per iteration, % of the CPU: "
                   + " ".join("-" if x in (None, "") else f"{float(x) * 100:.0f}" for x in steal))

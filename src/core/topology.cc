@@ -58,12 +58,12 @@ TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {
 }
 
 int treeMaxSends(int n, bool up, bool down) {
-  int most = 0;
-  for (int v = 0; v < n; v++) {
-    const int children = (2 * v + 1 < n) + (2 * v + 2 < n);  // treeLinks: virtual index v's children
-    most = std::max(most, (up && v > 0 ? 1 : 0) + (down ? children : 0));
-  }
-  return most;
+  // treeLinks' virtual index v has children 2v+1 and 2v+2 below n: their count never grows with v, so the
+  // busiest rank is the root (no parent) or its first child (the most children of any rank with one).
+  auto children = [n](int v) { return (2 * v + 1 < n) + (2 * v + 2 < n); };
+  const int root = down ? children(0) : 0;
+  const int first = n > 1 ? (up ? 1 : 0) + (down ? children(1) : 0) : 0;
+  return std::max(root, first);
 }
 
 TreeLinks vtTree(const Topology& topo, int rank, int vt, int root) { return treeLinks(topo, rank, root, topo.mirrorTree(vt)); }
