@@ -16,6 +16,8 @@ import units
 
 
 CC_PATH = "/proc/sys/net/ipv4/tcp_congestion_control"  # per network namespace since Linux 4.15
+# Machine-wide: a namespace other than the machine's own may only default to an algorithm listed here.
+ALLOWED_CC_PATH = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
 class BedError(RuntimeError):
@@ -95,9 +97,26 @@ def teardown(prefix, log=None):
         sh(["ip", "link", "del", link], log, check=False)
     for ns in nss:
         sh(["ip", "netns", "del", ns], log, check=False)
+    _restore_allowed_cc(names.read_state(prefix), log)
     names.remove_state(prefix)
     nss, links = owned(prefix)
     return nss + links
+
+
+def _restore_allowed_cc(state, log):
+    """Puts back the machine's allowed list if this bed widened it and nobody changed it since."""
+    widened = (state or {}).get("allowed_cc")
+    if not widened:
+        return
+    try:
+        if open(ALLOWED_CC_PATH).read().split() == widened["set"]:
+            with open(ALLOWED_CC_PATH, "w") as f:
+                f.write(" ".join(widened["before"]))
+            if log is not None:
+                log.add(["restore", ALLOWED_CC_PATH, " ".join(widened["before"])], 0)
+    except OSError as e:
+        if log is not None:
+            log.add(["restore", ALLOWED_CC_PATH], 1, str(e))
 
 
 def _alive(pid):
@@ -147,6 +166,8 @@ class Bed:
         self.is_up = True
         run = lambda *a: sh(list(a), self.log)
         machine_cc = open(CC_PATH).read().strip()
+        if self.tcp_cc:
+            self._allow_congestion_control()
         for k in range(self.nics):
             br = names.bridge(self.prefix, k)
             run("ip", "link", "add", br, "type", "bridge")
@@ -165,6 +186,22 @@ class Bed:
                 run("ip", "-n", ns, "addr", "add", f"{names.address(h, k)}/24", "dev", inner)
                 run("ip", "-n", ns, "link", "set", inner, "up")
                 self._shape(h, k, self.rates[(h, k)], "replace")
+
+    def _allow_congestion_control(self):
+        """Linux lets a namespace default only to an algorithm in the machine's allowed list (a machine
+        that defaults to BBR may allow just "reno bbr"). If the scenario's is missing, it is added for the
+        bed's life and recorded in the state file, so that teardown (or `down` after a crash) puts the
+        list back. Nothing else of the machine changes: its own default stays what it was."""
+        allowed = open(ALLOWED_CC_PATH).read().split()
+        avail = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        if self.tcp_cc in allowed or self.tcp_cc not in avail:
+            return   # an unknown name fails in _set_congestion_control with the list of what exists
+        widened = allowed + [self.tcp_cc]
+        names.write_state(self.prefix, {**names.read_state(self.prefix),
+                                        "allowed_cc": {"before": allowed, "set": widened}})
+        with open(ALLOWED_CC_PATH, "w") as f:
+            f.write(" ".join(widened))
+        self.log.add(["write", ALLOWED_CC_PATH, " ".join(widened)], 0)
 
     def _set_congestion_control(self, h, machine_cc):
         """Setting it in a host touches nothing outside the bed (CC_PATH is per namespace). On an older

@@ -1,11 +1,16 @@
-"""The other tenant: a bounded TCP blaster. Runs inside a bed namespace (via `ip netns exec`).
+"""The other tenant: a bounded TCP or UDP blaster. Runs inside a bed namespace (via `ip netns exec`).
 
-  blaster.py recv --bind IP:PORT --seconds S
-  blaster.py send --to IP:PORT --bind IP --bytes N --seconds S [--rate BPS]
+  blaster.py recv --bind IP:PORT --seconds S [--udp]
+  blaster.py send --to IP:PORT --bind IP --bytes N --seconds S [--rate BPS] [--udp]
 
 Both ends stop at whichever bound comes first (bytes or seconds), and on SIGTERM, and print one JSON
 line with what they moved. The sender binds the source address of the chosen NIC so the flow stays on
 that rail.
+
+--udp sends datagrams at the paced rate (required) whatever the queue does: no congestion control, so
+the load does not depend on how the hosts' TCP competes for the drop-tail queue (a tenant that does
+not yield, as RDMA traffic with its own rate control). Datagrams the queue dropped are the difference
+between the sender's and the receiver's bytes.
 """
 import argparse
 import json
@@ -15,6 +20,8 @@ import sys
 import time
 
 CHUNK = 64 << 10
+DATAGRAM = 1400   # fits the bed's 1500-byte MTU: a lost fragment would lose a whole larger datagram
+HELLO = b"blaster-hello"  # the UDP sender's knock; the receiver answers it and does not count it
 
 
 # SIGTERM/SIGINT only set a flag, and every blocking call waits at most TICK, so the loops see it: a
@@ -34,7 +41,38 @@ def _addr(text):
     return ip, int(port)
 
 
+def recv_udp(args):
+    deadline = time.monotonic() + args.seconds
+    total, datagrams, t_first, t_last = 0, 0, None, None
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(_addr(args.bind))
+    print(json.dumps({"listening": args.bind, "udp": True}), flush=True)
+    while not _stop:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        s.settimeout(min(TICK, left))
+        try:
+            data, peer = s.recvfrom(1 << 16)
+        except socket.timeout:
+            continue
+        if data == HELLO:
+            s.sendto(HELLO, peer)
+            continue
+        n = len(data)
+        t_last = time.monotonic()
+        t_first = t_first or t_last
+        total += n
+        datagrams += 1
+    t = (t_last - t_first) if t_first else 0.0
+    print(json.dumps({"role": "recv", "bytes": total, "datagrams": datagrams, "seconds": round(t, 3)}),
+          flush=True)
+
+
 def recv(args):
+    if args.udp:
+        return recv_udp(args)
     deadline = time.monotonic() + args.seconds
     total, t0, t_first = 0, time.monotonic(), None
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -70,7 +108,53 @@ def recv(args):
     print(json.dumps({"role": "recv", "bytes": total, "seconds": round(t, 3)}), flush=True)
 
 
+def send_udp(args):
+    """Unconnected sendto: an ICMP error from a receiver not yet listening is not reported back."""
+    deadline = time.monotonic() + args.seconds
+    total, t0, err = 0, time.monotonic(), None
+    buf, dst = bytes(DATAGRAM), _addr(args.to)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((args.bind, 0))
+        # Knock until the receiver answers, within the time bound, so that no datagram is sent before it
+        # listens (the TCP sender's connect retry, for datagrams).
+        answered = False
+        while not answered and not _stop and time.monotonic() < deadline:
+            s.sendto(HELLO, dst)
+            s.settimeout(0.05)
+            try:
+                answered = s.recv(64) == HELLO
+            except socket.timeout:
+                pass
+        if not answered and not _stop:
+            raise OSError("the receiver never answered")
+        t0 = time.monotonic()
+        while not _stop and total < args.bytes:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            ahead = total * 8 / args.rate - (now - t0)
+            if ahead > 0:
+                time.sleep(min(ahead, deadline - now, TICK))
+                continue
+            # A full socket buffer blocks at most TICK (the queue holds the datagrams, not drops them).
+            s.settimeout(max(0.01, min(TICK, deadline - now)))
+            try:
+                total += s.sendto(buf[:min(DATAGRAM, args.bytes - total)], dst)
+            except socket.timeout:
+                continue
+        s.close()
+    except OSError as e:
+        err = str(e)
+    out = {"role": "send", "bytes": total, "seconds": round(time.monotonic() - t0, 3), "udp": True}
+    if err:
+        out["error"] = err
+    print(json.dumps(out), flush=True)
+
+
 def send(args):
+    if args.udp:
+        return send_udp(args)
     deadline = time.monotonic() + args.seconds
     total, t0, err = 0, time.monotonic(), None
     buf = bytes(CHUNK)
@@ -122,17 +206,21 @@ def main():
     r = sub.add_parser("recv")
     r.add_argument("--bind", required=True)
     r.add_argument("--seconds", type=float, required=True)
+    r.add_argument("--udp", action="store_true")
     s = sub.add_parser("send")
     s.add_argument("--to", required=True)
     s.add_argument("--bind", required=True)
     s.add_argument("--bytes", type=int, required=True)
     s.add_argument("--seconds", type=float, required=True)
     s.add_argument("--rate", type=int, default=0, help="pacing in bits/s (0: as fast as the NIC allows)")
+    s.add_argument("--udp", action="store_true", help="datagrams at --rate, no congestion control")
     args = ap.parse_args()
     # A flow lasts at most 600 s; its receiver is given a few seconds more to see the end (flows.py).
     max_s = 600 if args.cmd == "send" else 610
     if args.seconds <= 0 or args.seconds > max_s or (args.cmd == "send" and not 0 < args.bytes <= 1 << 34):
         sys.exit(f"blaster: --seconds must be in (0, {max_s}] and --bytes in (0, 16G]")
+    if args.cmd == "send" and args.udp and args.rate <= 0:
+        sys.exit("blaster: --udp needs --rate > 0 (an unpaced datagram flood has no bound but the NIC)")
     (recv if args.cmd == "recv" else send)(args)
 
 

@@ -96,5 +96,6 @@ def describe(ev):
     if ev.flow is not None:
         rec["flow"] = ev.flow
     if ev.action == "flow_start":
-        rec.update({"to": names.nic_label(ev.to, ev.nic), "bytes": ev.bytes, "seconds": ev.seconds})
+        rec.update({"to": names.nic_label(ev.to, ev.nic), "bytes": ev.bytes, "seconds": ev.seconds,
+                    "proto": ev.proto})
     return rec

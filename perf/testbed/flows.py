@@ -27,6 +27,9 @@ class Flows:
                  "send": (ev.host, ["send", "--to", dst, "--bind", names.address(ev.host, ev.nic),
                                     "--bytes", str(ev.bytes), "--seconds", str(ev.seconds),
                                     "--rate", str(ev.rate_bps or 0)])}
+        if ev.proto == "udp":
+            for _, args in roles.values():
+                args.append("--udp")
         flow = {"event": ev, "procs": {}, "paths": {}, "started": time.monotonic()}
         for role, (host, args) in roles.items():  # receiver first; the sender retries its connect
             path = os.path.join(self.out_dir, f"flow-{ev.flow}-{role}.out")
@@ -69,7 +72,7 @@ class Flows:
         for fid, flow in self.flows.items():
             ev = flow["event"]
             rec = {"from": names.nic_label(ev.host, ev.nic), "to": names.nic_label(ev.to, ev.nic),
-                   "limit_bytes": ev.bytes, "limit_seconds": ev.seconds}
+                   "proto": ev.proto, "limit_bytes": ev.bytes, "limit_seconds": ev.seconds}
             for role, path in flow["paths"].items():
                 rec[role] = _last_json(path)
                 rec[role + "_exit"] = flow["procs"][role].returncode

@@ -41,6 +41,7 @@ class Event:
     to: int | None = None
     bytes: int | None = None
     seconds: float | None = None
+    proto: str = "tcp"    # a flow's transport: "udp" sends at its rate whatever the queue does
 
 
 @dataclass
@@ -296,6 +297,9 @@ def _parse_event(sc, i, t):
             t.fail("bytes", f"{ev.bytes} is out of range 1..{MAX_FLOW_BYTES}")
         ev.seconds = t.number_in("seconds", 0.1, MAX_FLOW_SECONDS, required=True)
         ev.rate_bps = t.rate("rate")  # optional pacing by the blaster itself
+        ev.proto = t.choice("proto", ("tcp", "udp"), "tcp")
+        if ev.proto == "udp" and ev.rate_bps is None:
+            t.fail("rate", "required with proto = \"udp\": a datagram flow is bounded by its rate")
     t.done()
     return ev
 

@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import bed_names as names  # noqa: E402
 import selftest_capacity  # noqa: E402
 import selftest_parse  # noqa: E402
-from bed_net import CC_PATH, owned  # noqa: E402
+from bed_net import ALLOWED_CC_PATH, CC_PATH, owned  # noqa: E402
 
 TESTBED = [sys.executable, os.path.join(HERE, "testbed.py")]
 MiB = 1 << 20
@@ -84,7 +84,7 @@ def test_refuse_and_down(c):
 
 def test_run(c, perf, out):
     prefix = names.new_prefix()
-    machine_cc = open(CC_PATH).read().strip()
+    machine_cc, machine_allowed = open(CC_PATH).read().strip(), open(ALLOWED_CC_PATH).read().strip()
     print(f"run scenarios/selftest_2x2.toml with prefix {prefix}, output {out}")
     p = subprocess.run(TESTBED + ["run", "--scenario", os.path.join(HERE, "scenarios", "selftest_2x2.toml"),
                                   "--perf", perf, "--out", out, "--prefix", prefix],
@@ -116,6 +116,12 @@ def test_run(c, perf, out):
     f1 = r["flows"].get("f1", {})
     sent, recvd = (f1.get("send") or {}).get("bytes"), (f1.get("recv") or {}).get("bytes")
     c.expect(sent == 2 * MiB and recvd == 2 * MiB, f"flow f1 moved its bounded 2 MiB (sent {sent}, received {recvd})")
+    u1 = r["flows"].get("u1", {})
+    sent, recvd = (u1.get("send") or {}).get("bytes"), (u1.get("recv") or {}).get("bytes") or 0
+    # At 40 of 100 Mbit/s the queue drops nothing; a receiver the loaded machine delays may overflow
+    # its socket buffer, so a few datagrams may go.
+    c.expect(u1.get("proto") == "udp" and sent == 1 * MiB and 0.9 * MiB <= recvd <= sent,
+             f"UDP flow u1 sent its bounded 1 MiB and it arrived (sent {sent}, received {recvd})")
     c0, c1 = r["counters"].get("ranks_done", {}), r["counters"].get("end", {})
     if c0 and c1:
         moved = c1["h0.nic1"]["tx_bytes"] - c0["h0.nic1"]["tx_bytes"]
@@ -130,9 +136,10 @@ def test_run(c, perf, out):
     c.expect(iters and all(t["steal"] is not None and 0 <= t["steal"] <= 1 for t in iters),
              f"every call has its steal in the timeline ({[t['steal'] for t in iters]})")
     cc = r["bed"].get("tcp_congestion_control")
-    c.expect(cc == "cubic" and open(CC_PATH).read().strip() == machine_cc,
-             f"the hosts ran the scenario's TCP congestion control (cubic: {cc}) and the machine's own "
-             f"({machine_cc}) is untouched")
+    allowed = open(ALLOWED_CC_PATH).read().strip()
+    c.expect(cc == "cubic" and open(CC_PATH).read().strip() == machine_cc and allowed == machine_allowed,
+             f"the hosts ran the scenario's TCP congestion control (cubic: {cc}); the machine's own "
+             f"({machine_cc}) is untouched and its allowed list is as before ({allowed})")
     nothing_left(c, prefix)
 
 
