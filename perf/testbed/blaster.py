@@ -20,6 +20,7 @@ import sys
 import time
 
 CHUNK = 64 << 10
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33   # Linux's <asm-generic/socket.h>; Python does not name them
 DATAGRAM = 1400   # fits the bed's 1500-byte MTU: a lost fragment would lose a whole larger datagram
 HELLO = b"blaster-hello"  # the UDP sender's knock; the receiver answers it and does not count it
 
@@ -41,11 +42,21 @@ def _addr(text):
     return ip, int(port)
 
 
+def _big_buffer(s, force, plain):
+    """4 MiB of socket buffer, beyond the machine's cap where allowed (root: the bed's hosts). The sender
+    needs it most: a datagram waiting in the queue counts against the socket's buffer, and with the
+    default ~200 KiB a sender whose datagrams sit in a deep queue blocks, i.e. yields to TCP after all."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, force, 4 << 20)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, plain, 4 << 20)
+
+
 def recv_udp(args):
     deadline = time.monotonic() + args.seconds
     total, datagrams, t_first, t_last = 0, 0, None, None
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    _big_buffer(s, SO_RCVBUFFORCE, socket.SO_RCVBUF)
     s.bind(_addr(args.bind))
     print(json.dumps({"listening": args.bind, "udp": True}), flush=True)
     while not _stop:
@@ -115,6 +126,7 @@ def send_udp(args):
     buf, dst = bytes(DATAGRAM), _addr(args.to)
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        _big_buffer(s, SO_SNDBUFFORCE, socket.SO_SNDBUF)
         s.bind((args.bind, 0))
         # Knock until the receiver answers, within the time bound, so that no datagram is sent before it
         # listens (the TCP sender's connect retry, for datagrams).
@@ -137,7 +149,7 @@ def send_udp(args):
             if ahead > 0:
                 time.sleep(min(ahead, deadline - now, TICK))
                 continue
-            # A full socket buffer blocks at most TICK (the queue holds the datagrams, not drops them).
+            # A full socket buffer (only if the queue holds 4 MiB of ours) blocks at most TICK.
             s.settimeout(max(0.01, min(TICK, deadline - now)))
             try:
                 total += s.sendto(buf[:min(DATAGRAM, args.bytes - total)], dst)

@@ -105,10 +105,26 @@ def _r(x, digits=4):
 
 
 RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_static", "capacity_limit",
-                  "fraction_of_capacity", "busbw_oop", "steal", "ok", "note"]
+                  "fraction_of_capacity", "busbw_oop", "steal", "flows_mbit", "ok", "note"]
 TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
                     "capacity_limit", "fraction_of_capacity", "steal", "event"]
 VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
+
+
+def flow_rate_mbit(flow):
+    """What a background flow delivered, Mbit/s over its own life (from its receiver), or None."""
+    recv = flow.get("recv") or {}
+    if not recv.get("seconds"):
+        return None
+    return recv["bytes"] * 8 / recv["seconds"] / 1e6
+
+
+def flows_mbit(leg):
+    """The leg's background flows together, Mbit/s: the load the other tenant actually put on its rail
+    during this leg (TCP flows can lose to the collective's; compare legs before a ratio)."""
+    rates = [flow_rate_mbit(f) for f in (leg.get("flows") or {}).values()]
+    rates = [x for x in rates if x is not None]
+    return _r(sum(rates), 1) if rates else None
 
 
 def result_rows(legs):
@@ -128,7 +144,8 @@ def result_rows(legs):
                          "busbw": s["busbw"], "ratio_to_preccl_static":
                          _r(s["busbw"] / r0) if r0 and s["busbw"] is not None else None,
                          "capacity_limit": s["capacity_limit"], "fraction_of_capacity": s["fraction_of_capacity"],
-                         "busbw_oop": s["busbw_oop"], "steal": s.get("steal"), "ok": l.get("ok", False),
+                         "busbw_oop": s["busbw_oop"], "steal": s.get("steal"), "flows_mbit": flows_mbit(l),
+                         "ok": l.get("ok", False),
                          "note": note})
     return rows
 

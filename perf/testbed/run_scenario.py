@@ -218,6 +218,12 @@ def _report_leg(leg, leg_dir, say):
         extra = f" operstate {e['operstate']}" if "operstate" in e else ""
         say(f"# event #{e['index'] + 1} {e['action']} {e.get('nic', e.get('flow', ''))} "
             f"at {e.get('t_s', '-')} s: {status}{extra}")
+    for fid, f in leg.get("flows", {}).items():
+        sent, recv = f.get("send") or {}, f.get("recv") or {}
+        rate = leg_results.flow_rate_mbit(f)
+        say(f"# flow {fid} ({f.get('proto', 'tcp')} {f['from']} -> {f['to']}): sent {sent.get('bytes', 0)} B, "
+            f"received {recv.get('bytes', 0)} B" + ("" if rate is None else f", {rate:.1f} Mbit/s over "
+                                                     f"{recv['seconds']} s"))
     for line in leg.get("errors", []):
         say(f"# {line}")
     say(f"# CPU busy {leg['cpu']['busy'] * 100:.0f}% ({_steal(leg['cpu'])}) over {leg['wall_s']} s"
@@ -241,6 +247,8 @@ def _report(r, out_dir, say):
         ratio = row.get("ratio_to_preccl_static")
         frac = row.get("fraction_of_capacity")
         steal = "" if row.get("steal") is None else f", steal {row['steal'] * 100:.0f}%"
+        if row.get("flows_mbit") is not None:
+            steal += f", background flows {row['flows_mbit']} Mbit/s"
         say(f"# {row['collective']:>13} {row['system']:>14} {row['size']:>10} B: busbw {row['busbw']} Mbit/s, "
             f"capacity {row['capacity_limit']} Mbit/s ({'-' if frac is None else f'{frac * 100:.0f}%'}), "
             f"ratio to preccl-static {'-' if ratio is None else ratio}{steal}{'' if row['ok'] else ' FAILED'}")

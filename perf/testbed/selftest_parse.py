@@ -4,6 +4,7 @@ import os
 import tempfile
 
 import cpu_use
+import leg_results
 import scenario
 import units
 
@@ -113,6 +114,13 @@ def run():
         got = cpu_use.steal_between(samples, t0, t1)
         if (got is None) != (want is None) or (got is not None and abs(got - want) > 1e-9):
             failures.append(f"steal_between(.., {t0}, {t1}) = {got}, want {want}")
+    # What the background flows delivered: each from its receiver, summed; a flow that never received
+    # (no seconds) counts for nothing, and a leg without flows has no figure.
+    leg = {"flows": {"a": {"recv": {"bytes": 6_500_000, "seconds": 2.0}},
+                     "b": {"recv": {"bytes": 1_000_000, "seconds": 4.0}}, "c": {"recv": None}}}
+    for got, want in ((leg_results.flows_mbit(leg), 28.0), (leg_results.flows_mbit({"flows": {}}), None)):
+        if got != want:
+            failures.append(f"flows_mbit = {got}, want {want}")
     return failures
 
 
