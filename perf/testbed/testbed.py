@@ -4,7 +4,7 @@
   testbed.py up --hosts 2 --nics 2 --rate 100mbit [--rate-of h1.nic0=25mbit] [--prefix P]
   testbed.py down --prefix P [--force]
   testbed.py run --scenario FILE.toml [--build DIR | --perf BIN] [--mpi BIN] [--gloo BIN]
-                 [--collectives a,b] [--systems x,y] [--out DIR] [--prefix P]
+                 [--collectives a,b] [--systems x,y] [--iters N] [--tcp-cc NAME] [--out DIR] [--prefix P]
   testbed.py report OUT_DIR
   testbed.py check-scenario FILE.toml...
 """
@@ -94,6 +94,10 @@ def cmd_run(a):
     sc.collective = sc.collectives[0]
     if a.tcp_cc is not None:
         sc.tcp_cc = _tcp_cc(a.tcp_cc)
+    if a.iters is not None:
+        if not 1 <= a.iters <= 10000:
+            sys.exit(f"testbed: --iters {a.iters}: want 1..10000")
+        sc.iters = a.iters
     _need_root()
     build = a.build or os.environ.get("PRECCL_BUILD") or os.path.join(REPO, "build")
     perf = a.perf or os.path.join(build, "perf", "preccl-perf")
@@ -185,6 +189,7 @@ def main():
     p.add_argument("--collectives", help="comma-separated; overrides the scenario's [run] collectives")
     p.add_argument("--systems", help="comma-separated; overrides the scenario's [run] systems")
     p.add_argument("--tcp-cc", metavar="NAME", help="overrides the scenario's [bed] tcp_congestion_control")
+    p.add_argument("--iters", type=int, help="overrides the scenario's [run] iters (timed calls per mode and size)")
     p.add_argument("--out", help="output directory (default /tmp/preccl-testbed/<prefix>-<time>)")
     p.add_argument("--prefix")
     p.set_defaults(fn=cmd_run)
