@@ -4,8 +4,10 @@ Per host h: E_h = sum of its NICs' egress rates, I_h = sum of their ingress rate
 counts 0), B_h = min(E_h, I_h). With H hosts, g ranks per host, n = g*H ranks:
   AllReduce, AllGather, ReduceScatter, AlltoAll: busbw_limit = min_h B_h * (n-1)/n * H/(H-1)
   Broadcast (a chain through every host):           busbw_limit = min_h B_h
-(with g = 1 the factor is 1). Shared memory inside a host is taken as free; other tenants' flows are
-not subtracted (they compete under TCP's rules, not for a fixed share).
+(with g = 1 the factor is 1). Shared memory inside a host is taken as free. Another tenant's TCP flows
+are not subtracted (they compete under TCP's rules, not for a fixed share); its UDP flows, which take
+their rate whatever the queue does, are: their measured sending rate comes off the sender's egress and
+the receiver's ingress for the flow's life.
 """
 
 FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
@@ -14,7 +16,8 @@ FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 class RateTimeline:
     """Per NIC and direction, piecewise-constant rates in bits/s from the events a leg fired."""
 
-    def __init__(self, hosts, nics, initial_rates, events):
+    def __init__(self, hosts, nics, initial_rates, events, flows=None):
+        """flows: the leg's flow summaries (flows.Flows.summary()), for the UDP loads; None: no loads."""
         self.hosts, self.nics = hosts, nics
         self.changes = {}   # (h, k, dir) -> [(t, bps)], sorted
         for (h, k), bps in initial_rates.items():
@@ -27,7 +30,7 @@ class RateTimeline:
             self.marks.append((t, label(e) + ("" if e.get("ok", False) else " (failed)")))
             if "nic" not in e or not e.get("ok", False):
                 continue
-            h, k = (int(x) for x in e["nic"][1:].split(".nic"))
+            h, k = nic_of(e["nic"])
             if e["action"] == "rate":
                 bps = parse_bps(e["rate"])
                 for d in ("egress", "ingress"):
@@ -35,6 +38,16 @@ class RateTimeline:
                         self.changes[(h, k, d)].append((t, bps))
             elif e["action"] in ("link_down", "link_up"):
                 self.up[(h, k)].append((t, e["action"] == "link_up"))
+        self.loads = []     # (t0, t1, {(h, k, dir)}, bps): fixed-rate flows on the links
+        for e in events:
+            f = (flows or {}).get(e.get("flow"))
+            sent = (f or {}).get("send") or {}
+            if e["action"] != "flow_start" or not e.get("fired") or not e.get("ok") or not f \
+                    or f.get("proto") != "udp" or not sent.get("seconds"):
+                continue
+            (hs, k), (hd, _) = nic_of(e["nic"]), nic_of(e["to"])
+            self.loads.append((e["t_s"], e["t_s"] + sent["seconds"], {(hs, k, "egress"), (hd, k, "ingress")},
+                               sent["bytes"] * 8 / sent["seconds"]))
 
     @staticmethod
     def _at(series, t):
@@ -45,7 +58,10 @@ class RateTimeline:
         return v
 
     def rate(self, h, k, d, t):
-        return self._at(self.changes[(h, k, d)], t) if self._at(self.up[(h, k)], t) else 0
+        if not self._at(self.up[(h, k)], t):
+            return 0
+        load = sum(bps for t0, t1, links, bps in self.loads if t0 <= t < t1 and (h, k, d) in links)
+        return max(0, self._at(self.changes[(h, k, d)], t) - load)
 
     def host_bound(self, h, t):
         e = sum(self.rate(h, k, "egress", t) for k in range(self.nics))
@@ -58,6 +74,7 @@ class RateTimeline:
 
     def breakpoints(self):
         ts = {t for s in self.changes.values() for t, _ in s} | {t for s in self.up.values() for t, _ in s}
+        ts |= {t for t0, t1, _, _ in self.loads for t in (t0, t1)}
         return sorted(t for t in ts if t != float("-inf"))
 
     def mean_limit_bps(self, collective, ranks_per_host, t0, t1):
@@ -75,6 +92,12 @@ def factor(collective, hosts, ranks_per_host):
         return 1.0
     n = hosts * ranks_per_host
     return (n - 1) / n * hosts / (hosts - 1)
+
+
+def nic_of(label):
+    """"h2.nic1" -> (2, 1)."""
+    h, k = label[1:].split(".nic")
+    return int(h), int(k)
 
 
 def parse_bps(text):

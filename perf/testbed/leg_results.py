@@ -50,7 +50,7 @@ def read_iters(path, launch_unix):
 def leg_numbers(leg, sc, bed_rates):
     """Fills leg["sizes"], leg["timeline"], leg["vt_share"] from its table, iter.csv and events."""
     coll, n, g = leg["collective"], sc.hosts * sc.ranks_per_host, sc.ranks_per_host
-    rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []))
+    rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []), leg.get("flows"))
     iters = read_iters(leg.get("iter_csv"), leg.get("launch_unix"))
     samples = cpu_use.read_samples(leg.get("cpu_csv"))
     leg["timeline"], leg["vt_share"], leg["sizes"] = [], [], []

@@ -62,7 +62,8 @@ def main():
         st, pr = v.get("static"), v.get("preccl")
         f = lambda r: f"{float(r['busbw']):.1f}" if r else "-"
         ratio = f"{float(pr['busbw']) / float(st['busbw']):.2f}x" if st and pr else "-"
-        limit = (pr or st or {}).get("capacity_limit") or "-"
+        limit = (pr or st or {}).get("capacity_limit")
+        limit = f"{float(limit):.1f}" if limit else "-"
         frac = f"{float(pr['fraction_of_capacity']):.2f}" if pr and pr.get("fraction_of_capacity") else "-"
         tcp = f"{float(pr['fraction_of_capacity']) / a.tcp_ceiling:.2f}" if frac != "-" else "-"
         cells = [key[0], key[1], key[2], f(st), f(pr), ratio, limit, frac, tcp] + [f(v.get(o)) for o in others]

@@ -34,6 +34,19 @@ def run():
     expect(abs(mean - 112.5 * M) < 1, f"time-weighted mean over a link_down: {mean}")
     expect([m[1] for m in rt.marks][:2] == ["h3.nic0 1mbit (failed)", "link_down h2.nic1"],
            f"event marks in time order: {rt.marks}")
+    # A UDP flow takes its measured rate off h2.nic1's egress and h3.nic1's ingress for its life; a TCP
+    # flow takes nothing (it competes under TCP's rules).
+    rates = {(h, k): 80 * M for h in range(4) for k in range(2)}
+    start = lambda fid, t: {"fired": True, "ok": True, "t_s": t, "action": "flow_start", "nic": "h2.nic1",
+                            "to": "h3.nic1", "flow": fid}
+    flows = {"u": {"proto": "udp", "send": {"bytes": 52 * M // 8 * 100, "seconds": 100.0}},
+             "t": {"proto": "tcp", "send": {"bytes": 80 * M // 8 * 100, "seconds": 100.0}}}
+    rt = RateTimeline(4, 2, rates, [start("u", 10.0), start("t", 0.0)], flows)
+    lim = lambda t: rt.limit_bps("allreduce", 1, t)
+    expect(lim(5) == 160 * M and lim(50) == 108 * M and lim(115) == 160 * M,
+           f"UDP tenant of 52 Mbit/s from 10 s to 110 s: 160, 108, 160 ({lim(5)}, {lim(50)}, {lim(115)})")
+    mean = rt.mean_limit_bps("allreduce", 1, 0, 20)
+    expect(abs(mean - 134 * M) < 1, f"time-weighted mean across the UDP flow's start: {mean}")
     return failures
 
 
