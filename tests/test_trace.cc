@@ -52,6 +52,11 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     CHECK(line.find("\"alphaNs\":") != std::string::npos);
     CHECK(line.find("\"nsPerMiB\":") != std::string::npos);
     CHECK(line.find("\"pieceBytes\":0") == std::string::npos);  // every VT's piece is known
+    // The control path's cost against the call's: both timed, the call not free.
+    CHECK(line.find("\"decideNs\":") != std::string::npos);
+    const size_t ex = line.find("\"execNs\":");
+    REQUIRE(ex != std::string::npos);
+    CHECK(std::atoll(line.c_str() + ex + 9) > 0);
     if (line.rfind("{\"rank\":0,", 0) == 0) {
       rank0++;
       const size_t at = line.find("\"epoch\":");

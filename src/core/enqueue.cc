@@ -12,6 +12,7 @@
 #include "core/trace.h"
 #include "device/dtype.h"
 #include "device/executor.h"
+#include "transport/socket.h"
 
 namespace preccl {
 
@@ -178,7 +179,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     std::string why;
     if (!planP2P(comm, a, &plan, &why)) return PRECCL_ERR(comm, precclInvalidUsage, "{}", why);
   } else {
+    const uint64_t t0 = nowNs();
     al = allocate(comm, a, tree);
+    comm->lastDecideNs = nowNs() - t0;
     if (!al.coversExactly(a.count))
       return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
     plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
@@ -202,7 +205,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     }
     settleCuts(comm, plan);
   }
+  const uint64_t tExec = nowNs();
   precclResult_t res = execute(comm, plan);
+  comm->lastExecNs = nowNs() - tExec;
   if (res != precclSuccess) {
     // The FIFOs may hold a half-finished CCT: later calls on this communicator fail fast.
     comm->raiseAsync(res, lastErrorText(comm));
