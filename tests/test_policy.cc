@@ -423,6 +423,48 @@ TEST_CASE("a stuck VT keeps only the floor; a masked VT gets nothing and comes b
   REQUIRE_FALSE(decide(PolicyKind::Preccl, none, req, AllocKey{}, nullptr, 0).coversExactly(req.count));
 }
 
+// Between telemetry epochs decide() reuses its last allocation (ShareSet::memo): it must be what a fresh
+// computation gives, and any change of request, mask or model must bypass it.
+TEST_CASE("a decision between epochs equals a fresh one; a changed request, mask or model is not reused", "[policy]") {
+  const SimConfig cfg = fourVtsOneSlow();
+  const AllocRequest req = request(16 << 20, 4, 4);
+  PolicyState st;
+  std::vector<EpochTelemetry> tel;
+  Allocation al;
+  for (uint64_t e = 1; e <= 6; e++) {
+    al = decide(PolicyKind::Preccl, st, req, AllocKey{}, e > 1 ? &tel.back() : nullptr, kAllHealthy);
+    tel.push_back(simEpoch(cfg, e, al, 4).tel);
+  }
+  al = decide(PolicyKind::Preccl, st, req, AllocKey{}, &tel.back(), kAllHealthy);  // folds epoch 6 in
+  auto same = [](const Allocation& x, const Allocation& y) {
+    REQUIRE(x.vt.size() == y.vt.size());
+    for (size_t v = 0; v < x.vt.size(); v++) {
+      REQUIRE(x.vt[v].offset == y.vt[v].offset);
+      REQUIRE(x.vt[v].count == y.vt[v].count);
+      REQUIRE(x.vt[v].pieceCapBytes == y.vt[v].pieceCapBytes);
+    }
+  };
+  PolicyState fresh = st;
+  for (auto& [k, set] : fresh.sets) set.memo.valid = false;
+  const Allocation again = decide(PolicyKind::Preccl, st, req, AllocKey{}, &tel.back(), kAllHealthy);
+  same(again, decide(PolicyKind::Preccl, fresh, req, AllocKey{}, &tel.back(), kAllHealthy));
+  same(again, al);
+  REQUIRE(again.vt[3].pieceCapBytes > 0);  // the model is known: the memo carries the piece caps too
+  // Another count in the same size class: its own ranges, covering it exactly.
+  AllocRequest other = req;
+  other.count += 3;
+  checkCovers(decide(PolicyKind::Preccl, st, other, AllocKey{}, &tel.back(), kAllHealthy), other);
+  // A mask change: the masked VT gets nothing at once.
+  const uint64_t mask = kAllHealthy & ~(1ull << 1);
+  REQUIRE(decide(PolicyKind::Preccl, st, req, AllocKey{}, &tel.back(), mask).vt[1].count == 0);
+  // New telemetry (the slow VT recovered): the shares move, not the memo's.
+  SimConfig healed = cfg;
+  healed.vt[3] = healed.vt[0];
+  const EpochTelemetry next = simEpoch(healed, 7, again, 4).tel;
+  const Allocation moved = decide(PolicyKind::Preccl, st, req, AllocKey{}, &next, kAllHealthy);
+  REQUIRE(moved.vt[3].count > again.vt[3].count);
+}
+
 TEST_CASE("small messages use fewer VTs, sizes keep separate shares", "[policy]") {
   const SimConfig cfg = fourVtsOneSlow();
   PolicyState st;

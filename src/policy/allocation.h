@@ -31,6 +31,7 @@ struct AllocRequest {
   int nVTs = 1;
   size_t grainBytes = 512;    // ranges are multiples of this (except the last used VT's)
   size_t minBytesPerVt = 32 * 1024;  // below this, fewer VTs are used (NCCL reduces channels too)
+  bool operator==(const AllocRequest&) const = default;
 };
 
 // NCCL's equal split: the same number of grains to every used VT.

@@ -95,10 +95,13 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
 
 }  // namespace
 
+bool modelWouldTake(const ModelState& s, const EpochTelemetry& t) {
+  return t.valid() && (s.version == 0 || t.epoch > s.epoch);
+}
+
 ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t) {
   ModelState n = s;
-  if (!t.valid()) return n;
-  if (n.version > 0 && t.epoch <= n.epoch) return n;
+  if (!modelWouldTake(s, t)) return n;
   if (n.vt.size() < static_cast<size_t>(t.nVTs)) n.vt.resize(t.nVTs);
   for (int v = 0; v < t.nVTs; v++) {
     uint64_t bytes = 0, ns = 0, stalls = 0;

@@ -51,6 +51,10 @@ struct ModelState {
 // ignored, so feeding the same epoch twice changes nothing.
 ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t);
 
+// Whether t would change s: valid and newer than what s has folded in. Most calls bring nothing new
+// (small calls between large ones), and a caller can skip the copy of the state.
+bool modelWouldTake(const ModelState& s, const EpochTelemetry& t);
+
 // The estimated completion time in ns of `bytes` on VT vt. A VT never observed borrows the median of the
 // observed VTs (so a new VT starts as an average one); with no observation at all it returns 0.
 uint64_t modelEstimateNs(const ModelState& s, int vt, uint64_t bytes);

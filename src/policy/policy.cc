@@ -209,7 +209,9 @@ uint64_t policyClassKey(const AllocKey& key, const AllocRequest& req) {
   return (uint64_t{key.coll} << 16) | (uint64_t{key.algo} << 8) | static_cast<uint64_t>(policySizeClass(req));
 }
 
-void policyObserve(PolicyState& st, const EpochTelemetry& t) { st.model = modelUpdate(st.model, t); }
+void policyObserve(PolicyState& st, const EpochTelemetry& t) {
+  if (modelWouldTake(st.model, t)) st.model = modelUpdate(st.model, t);
+}
 
 std::vector<uint32_t> equalShares(int nVTs, uint64_t healthMask) {
   std::vector<uint32_t> s(std::max(1, nVTs), 0);
@@ -303,6 +305,9 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
     set.steps++;
   }
   set.modelVersion = st.model.version;
+  const ShareSet::Memo& m = set.memo;
+  if (m.valid && m.steps == set.steps && m.modelVersion == st.model.version && m.mask == mask && m.req == req)
+    return m.al;
   Allocation a = sharesToAllocation(req, set.share, mask);
   for (int v = 0; v < n; v++) {
     int64_t alpha;
@@ -313,6 +318,7 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
     const i128 cap = (static_cast<i128>(kPieceNs) << kBetaShift) / std::max<uint64_t>(1, betaQ);
     a.vt[v].pieceCapBytes = static_cast<size_t>(std::clamp<i128>(cap, kMinPieceCapBytes, uint64_t{1} << 40));
   }
+  set.memo = ShareSet::Memo{true, set.steps, st.model.version, mask, req, a};
   return a;
 }
 

@@ -36,6 +36,14 @@ struct ShareSet {
   // after its return arrives, i.e. until model.vt[v].lastEpoch >= probeFrom[v]; 0 = not probing.
   std::vector<uint64_t> probeFrom;
   uint64_t steps = 0;         // update steps taken (diagnostics)
+  // The last allocation and what it was built from: reused while none of these changes, i.e. between
+  // telemetry epochs, so that a small call's decision costs about what static's does.
+  struct Memo {
+    bool valid = false;
+    uint64_t steps = 0, modelVersion = 0, mask = 0;
+    AllocRequest req;
+    Allocation al;
+  } memo;
 };
 
 struct PolicyState {
