@@ -119,6 +119,31 @@ def recv(args):
     print(json.dumps({"role": "recv", "bytes": total, "seconds": round(t, 3)}), flush=True)
 
 
+def _pump(s, put, chunk, args, deadline, t0):
+    """Sends until the byte or the time bound or a stop, never ahead of args.rate * elapsed (if a rate is
+    set); put(n) sends up to n bytes and returns how many went. A full socket buffer blocks at most TICK.
+    Returns (bytes sent, error text or None)."""
+    total = 0
+    try:
+        while not _stop and total < args.bytes:
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if args.rate:
+                ahead = total * 8 / args.rate - (now - t0)
+                if ahead > 0:
+                    time.sleep(min(ahead, deadline - now, TICK))
+                    continue
+            s.settimeout(max(0.01, min(TICK, deadline - now)))
+            try:
+                total += put(min(chunk, args.bytes - total))
+            except socket.timeout:
+                continue
+    except OSError as e:
+        return total, str(e)
+    return total, None
+
+
 def send_udp(args):
     """Unconnected sendto: an ICMP error from a receiver not yet listening is not reported back."""
     deadline = time.monotonic() + args.seconds
@@ -141,20 +166,7 @@ def send_udp(args):
         if not answered and not _stop:
             raise OSError("the receiver never answered")
         t0 = time.monotonic()
-        while not _stop and total < args.bytes:
-            now = time.monotonic()
-            if now >= deadline:
-                break
-            ahead = total * 8 / args.rate - (now - t0)
-            if ahead > 0:
-                time.sleep(min(ahead, deadline - now, TICK))
-                continue
-            # A full socket buffer (only if the queue holds 4 MiB of ours) blocks at most TICK.
-            s.settimeout(max(0.01, min(TICK, deadline - now)))
-            try:
-                total += s.sendto(buf[:min(DATAGRAM, args.bytes - total)], dst)
-            except socket.timeout:
-                continue
+        total, err = _pump(s, lambda n: s.sendto(buf[:n], dst), DATAGRAM, args, deadline, t0)
         s.close()
     except OSError as e:
         err = str(e)
@@ -186,21 +198,8 @@ def send(args):
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.05)
-        while s is not None and not _stop and total < args.bytes:
-            now = time.monotonic()
-            if now >= deadline:
-                break
-            if args.rate:  # pace: never ahead of rate * elapsed
-                ahead = total * 8 / args.rate - (now - t0)
-                if ahead > 0:
-                    time.sleep(min(ahead, deadline - now, TICK))
-                    continue
-            s.settimeout(max(0.01, min(TICK, deadline - now)))
-            try:
-                total += s.send(buf[:min(CHUNK, args.bytes - total)])
-            except socket.timeout:
-                continue
         if s is not None:
+            total, err = _pump(s, lambda n: s.send(buf[:n]), CHUNK, args, deadline, t0)
             s.close()
     except OSError as e:
         err = str(e)
