@@ -8,11 +8,18 @@ namespace {
 
 using i128 = __int128;
 
-// The lower median: defined for any count, the same on every rank.
+// The lower median of n > 0 values, reordering them: defined for any count, the same on every rank (the
+// k-th smallest value is unique whatever the order nth_element leaves). In place, so that the per-call
+// fits allocate nothing.
+template <typename T>
+T lowerMedian(T* v, size_t n) {
+  std::nth_element(v, v + (n - 1) / 2, v + n);
+  return v[(n - 1) / 2];
+}
+
 template <typename T>
 T lowerMedian(std::vector<T> v) {
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+  return lowerMedian(v.data(), v.size());
 }
 
 // Intercepts of the lines through every pair of recent points whose byte counts differ enough; their
@@ -20,7 +27,8 @@ T lowerMedian(std::vector<T> v) {
 // so alpha then keeps its previous value.
 void refitAlpha(VtModel& m) {
   const uint32_t n = std::min<uint32_t>(m.nObs, kAlphaWindow);
-  std::vector<int64_t> icpt;
+  int64_t icpt[kAlphaWindow * kAlphaWindow];
+  size_t nIcpt = 0;
   uint64_t minNs = UINT64_MAX;
   for (uint32_t i = 0; i < n; i++) {
     minNs = std::min(minNs, m.obsNs[i]);
@@ -28,12 +36,12 @@ void refitAlpha(VtModel& m) {
       const uint64_t bi = m.obsBytes[i], bj = m.obsBytes[j];
       if (bj < kAlphaSpread * bi) continue;  // also skips i == j
       const i128 num = static_cast<i128>(m.obsNs[i]) * bj - static_cast<i128>(m.obsNs[j]) * bi;
-      icpt.push_back(static_cast<int64_t>(num / static_cast<i128>(bj - bi)));
+      icpt[nIcpt++] = static_cast<int64_t>(num / static_cast<i128>(bj - bi));
     }
   }
-  if (icpt.empty()) return;
+  if (nIcpt == 0) return;
   // Latency cannot be negative, nor more than the fastest observed completion.
-  m.alphaNs = std::clamp<int64_t>(lowerMedian(icpt), 0, static_cast<int64_t>(minNs));
+  m.alphaNs = std::clamp<int64_t>(lowerMedian(icpt, nIcpt), 0, static_cast<int64_t>(minNs));
 }
 
 void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t epoch) {
@@ -69,7 +77,9 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
     const bool up = s > old + tol && (prev > old + tolPrev || m.trend > 0);
     const bool down = s + tol < old && (prev + tolPrev < old || m.trend < 0);
     const bool take = old != 0 && (up || down);
-    m.betaQ = take ? s : lowerMedian(std::vector<uint64_t>(m.sample, m.sample + kBetaWindow));
+    uint64_t window[kBetaWindow];
+    std::copy(m.sample, m.sample + kBetaWindow, window);
+    m.betaQ = take ? s : lowerMedian(window, kBetaWindow);
     m.trend = take ? (up ? 1 : -1) : 0;
   } else {
     m.betaQ = s;  // too few samples for a median: follow the newest
@@ -95,13 +105,8 @@ void observe(VtModel& m, uint64_t bytes, uint64_t ns, uint64_t stalls, uint64_t 
 
 }  // namespace
 
-bool modelWouldTake(const ModelState& s, const EpochTelemetry& t) {
-  return t.valid() && (s.version == 0 || t.epoch > s.epoch);
-}
-
-ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t) {
-  ModelState n = s;
-  if (!modelWouldTake(s, t)) return n;
+void modelFold(ModelState& n, const EpochTelemetry& t) {
+  if (!t.valid() || (n.version > 0 && t.epoch <= n.epoch)) return;
   if (n.vt.size() < static_cast<size_t>(t.nVTs)) n.vt.resize(t.nVTs);
   for (int v = 0; v < t.nVTs; v++) {
     uint64_t bytes = 0, ns = 0, stalls = 0;
@@ -116,6 +121,11 @@ ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t) {
   }
   n.epoch = t.epoch;
   n.version++;
+}
+
+ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t) {
+  ModelState n = s;
+  modelFold(n, t);
   return n;
 }
 

@@ -50,10 +50,9 @@ struct ModelState {
 // moved no bytes keep their estimate. Telemetry older than or equal to s.epoch (after the first) is
 // ignored, so feeding the same epoch twice changes nothing.
 ModelState modelUpdate(const ModelState& s, const EpochTelemetry& t);
-
-// Whether t would change s: valid and newer than what s has folded in. Most calls bring nothing new
-// (small calls between large ones), and a caller can skip the copy of the state.
-bool modelWouldTake(const ModelState& s, const EpochTelemetry& t);
+// The same in place: the policy's path on every call, where copying the state would cost more than the
+// fit (and most calls bring no newer epoch at all).
+void modelFold(ModelState& s, const EpochTelemetry& t);
 
 // The estimated completion time in ns of `bytes` on VT vt. A VT never observed borrows the median of the
 // observed VTs (so a new VT starts as an average one); with no observation at all it returns 0.

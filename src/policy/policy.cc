@@ -64,7 +64,9 @@ struct Current {
 };
 
 bool current(const ShareSet& set, const ModelState& m, uint64_t wireBytes, uint64_t mask, Current* c) {
-  for (int v = 0; v < static_cast<int>(set.share.size()); v++) {
+  const size_t n = set.share.size();  // reserved: this runs on every call that brings telemetry
+  c->live.reserve(n), c->bytes.reserve(n), c->alpha.reserve(n), c->rate.reserve(n), c->betaQ.reserve(n);
+  for (int v = 0; v < static_cast<int>(n); v++) {
     if (!isLive(mask, v)) continue;
     int64_t a;
     uint64_t b;
@@ -96,6 +98,7 @@ struct Group {
 std::vector<Group> linkGroups(const Current& c, const std::vector<int>& vtGroup, const std::vector<char>& probing) {
   std::vector<Group> g;
   std::vector<std::pair<int, size_t>> byId;  // group id -> index in g
+  g.reserve(c.live.size()), byId.reserve(c.live.size());
   for (size_t i = 0; i < c.live.size(); i++) {
     const int v = c.live[i];
     const int id = !probing[i] && v < static_cast<int>(vtGroup.size()) ? vtGroup[v] : -1;
@@ -209,9 +212,7 @@ uint64_t policyClassKey(const AllocKey& key, const AllocRequest& req) {
   return (uint64_t{key.coll} << 16) | (uint64_t{key.algo} << 8) | static_cast<uint64_t>(policySizeClass(req));
 }
 
-void policyObserve(PolicyState& st, const EpochTelemetry& t) {
-  if (modelWouldTake(st.model, t)) st.model = modelUpdate(st.model, t);
-}
+void policyObserve(PolicyState& st, const EpochTelemetry& t) { modelFold(st.model, t); }
 
 std::vector<uint32_t> equalShares(int nVTs, uint64_t healthMask) {
   std::vector<uint32_t> s(std::max(1, nVTs), 0);
@@ -227,6 +228,7 @@ Allocation sharesToAllocation(const AllocRequest& req, const std::vector<uint32_
   Allocation a;
   a.vt.assign(n, VtRange{});
   std::vector<int> live;
+  live.reserve(n);
   for (int v = 0; v < n; v++)
     if (isLive(healthMask, v) && v < static_cast<int>(share.size())) live.push_back(v);
   if (req.count == 0 || live.empty()) return a;
