@@ -35,7 +35,7 @@ struct ShareSet {
   // Per VT: a VT given back by the mask stays at the floor (a probe) until telemetry of an epoch from
   // after its return arrives, i.e. until model.vt[v].lastEpoch >= probeFrom[v]; 0 = not probing.
   std::vector<uint64_t> probeFrom;
-  uint64_t steps = 0;         // update steps taken (diagnostics)
+  uint64_t steps = 0;         // update steps taken (diagnostics; part of the memo's key)
   // The last allocation and what it was built from: reused while none of these changes, i.e. between
   // telemetry epochs, so that a small call's decision costs about what static's does.
   struct Memo {
