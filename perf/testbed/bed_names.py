@@ -51,6 +51,12 @@ def nic_label(host, k):
     return f"h{host}.nic{k}"
 
 
+def parse_nic_label(label):
+    """nic_label's inverse: "h2.nic1" -> (2, 1), for labels the bed wrote (scenario files check theirs)."""
+    h, k = label[1:].split(".nic")
+    return int(h), int(k)
+
+
 def owned_netns_re(prefix):
     return re.compile(rf"^{re.escape(prefix)}h\d+$")
 

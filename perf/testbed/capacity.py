@@ -10,6 +10,8 @@ their rate whatever the queue does, are: their measured sending rate comes off t
 the receiver's ingress for the flow's life.
 """
 
+import bed_names as names
+
 FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 
 
@@ -30,7 +32,7 @@ class RateTimeline:
             self.marks.append((t, label(e) + ("" if e.get("ok", False) else " (failed)")))
             if "nic" not in e or not e.get("ok", False):
                 continue
-            h, k = nic_of(e["nic"])
+            h, k = names.parse_nic_label(e["nic"])
             if e["action"] == "rate":
                 bps = parse_bps(e["rate"])
                 for d in ("egress", "ingress"):
@@ -45,7 +47,7 @@ class RateTimeline:
             if e["action"] != "flow_start" or not e.get("fired") or not e.get("ok") or not f \
                     or f.get("proto") != "udp" or not sent.get("seconds"):
                 continue
-            (hs, k), (hd, _) = nic_of(e["nic"]), nic_of(e["to"])
+            (hs, k), (hd, _) = names.parse_nic_label(e["nic"]), names.parse_nic_label(e["to"])
             self.loads.append((e["t_s"], e["t_s"] + sent["seconds"], {(hs, k, "egress"), (hd, k, "ingress")},
                                sent["bytes"] * 8 / sent["seconds"]))
 
@@ -92,12 +94,6 @@ def factor(collective, hosts, ranks_per_host):
         return 1.0
     n = hosts * ranks_per_host
     return (n - 1) / n * hosts / (hosts - 1)
-
-
-def nic_of(label):
-    """"h2.nic1" -> (2, 1)."""
-    h, k = label[1:].split(".nic")
-    return int(h), int(k)
 
 
 def parse_bps(text):

@@ -138,7 +138,7 @@ def cmd_report(a):
         sys.exit(f"testbed: {path}: {e}")
     b = r["bed"]
     sc = scenario.Scenario(path=r["scenario"], hosts=b["hosts"], nics=b["nics"], ranks_per_host=b["ranks_per_host"])
-    rates = {tuple(int(x) for x in label[1:].split(".nic")): units.parse_rate(v) for label, v in b["rates"].items()}
+    rates = {names.parse_nic_label(label): units.parse_rate(v) for label, v in b["rates"].items()}
     for leg in r["legs"]:
         if leg.get("iter_csv"):  # the run directory may have moved
             leg["iter_csv"] = os.path.join(a.out, leg["dir"], "iter.csv")
