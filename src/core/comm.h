@@ -76,7 +76,8 @@ struct precclComm {
   preccl::PolicyState policy;
   int traceFd = -1;  // PRECCL_TRACE
   // The last collective's time in the policy (model update and allocation) and in execution, on this
-  // rank: the control path's own cost against the call's, for the trace (docs/telemetry.md, Cost).
+  // rank: the control path's own cost against the call's, for the trace (docs/telemetry.md, Cost);
+  // measured only while tracing.
   uint64_t lastDecideNs = 0, lastExecNs = 0;
   std::vector<preccl::UserOp> userOps;
   std::mutex opsMutex;

@@ -171,6 +171,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   plan.op = a.op;
   Allocation al;
   const bool tree = a.coll != Coll::P2P && useTree(comm, a);
+  const bool timed = comm->traceFd >= 0;  // the clock reads are for the trace: none on the common path
   if (a.coll != Coll::P2P && comm->pendingEpoch != CctPlan::kNoTele) {
     plan.teleEpoch = comm->pendingEpoch;
     plan.cargo = comm->pendingRec;
@@ -179,9 +180,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     std::string why;
     if (!planP2P(comm, a, &plan, &why)) return PRECCL_ERR(comm, precclInvalidUsage, "{}", why);
   } else {
-    const uint64_t t0 = nowNs();
+    const uint64_t t0 = timed ? nowNs() : 0;
     al = allocate(comm, a, tree);
-    comm->lastDecideNs = nowNs() - t0;
+    if (timed) comm->lastDecideNs = nowNs() - t0;
     if (!al.coversExactly(a.count))
       return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
     plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
@@ -205,9 +206,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     }
     settleCuts(comm, plan);
   }
-  const uint64_t tExec = nowNs();
+  const uint64_t tExec = timed ? nowNs() : 0;
   precclResult_t res = execute(comm, plan);
-  comm->lastExecNs = nowNs() - tExec;
+  if (timed) comm->lastExecNs = nowNs() - tExec;
   if (res != precclSuccess) {
     // The FIFOs may hold a half-finished CCT: later calls on this communicator fail fast.
     comm->raiseAsync(res, lastErrorText(comm));
