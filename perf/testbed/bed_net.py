@@ -268,6 +268,12 @@ class Bed:
                                                 "operstate": link.get("operstate", "UNKNOWN")}
         return state
 
+    def tx_counter_paths(self):
+        """{"h0.nic1": sysfs path} of each NIC's transmit byte counter, readable without entering the
+        namespace: the root-side end of the NIC's veth receives what the NIC sends."""
+        return {names.nic_label(h, k): f"/sys/class/net/{names.host_veth(self.prefix, h, k)}/statistics/rx_bytes"
+                for h in range(self.hosts) for k in range(self.nics)}
+
     def operstate(self, h, k):
         return self.nic_state()[names.nic_label(h, k)]["operstate"]
 

@@ -59,11 +59,14 @@ class RateTimeline:
                 v = x
         return v
 
+    def shaped_bps(self, h, k, d, t):
+        """The link's own rate (tbf's, 0 while down), before any other tenant's load."""
+        return self._at(self.changes[(h, k, d)], t) if self._at(self.up[(h, k)], t) else 0
+
     def rate(self, h, k, d, t):
-        if not self._at(self.up[(h, k)], t):
-            return 0
+        """What is left for the collective: the shaped rate less the fixed-rate flows on the link."""
         load = sum(bps for t0, t1, links, bps in self.loads if t0 <= t < t1 and (h, k, d) in links)
-        return max(0, self._at(self.changes[(h, k, d)], t) - load)
+        return max(0, self.shaped_bps(h, k, d, t) - load)
 
     def host_bound(self, h, t):
         e = sum(self.rate(h, k, "egress", t) for k in range(self.nics))

@@ -1,6 +1,8 @@
 """Numbers of one leg (one system running one collective on the bed) and the scenario's output files:
 results.csv (per size), timeline.csv (per iteration, and the events), vt_share.csv (PReCCL's VTs).
-Each call also gets the hypervisor's steal over it, from the leg's cpu.csv (cpu_use.Sampler).
+Each call also gets the hypervisor's steal over it, from the leg's cpu.csv (cpu_use.Sampler), and how busy
+the NICs' transmit sides were, from its nics.csv (nic_use.Sampler; the mean over the NICs and the
+least busy one).
 
 busbw is in Mbit/s (1e6 bit/s, the unit of the links' rates), from the slowest rank's time per size
 (rank 0's table) and from rank 0's own time per iteration (iter.csv). The per-size figure is the
@@ -10,6 +12,7 @@ import csv
 import os
 
 import cpu_use
+import nic_use
 from capacity import RateTimeline
 from ranks import static_reference
 
@@ -53,15 +56,19 @@ def leg_numbers(leg, sc, bed_rates):
     rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []), leg.get("flows"))
     iters = read_iters(leg.get("iter_csv"), leg.get("launch_unix"))
     samples = cpu_use.read_samples(leg.get("cpu_csv"))
+    labels, nics = nic_use.read_samples(leg.get("nics_csv"))
+    use = lambda spans: nic_use.summarize(nic_use.use_over(labels, nics, rt, leg.get("launch_unix") or 0, spans))
     leg["timeline"], leg["vt_share"], leg["sizes"] = [], [], []
     for r in iters:
         cap = rt.mean_limit_bps(coll, g, r["t_start"], r["t_end"]) / 1e6
         bw = mbit(r["bytes"], r["time_us"], coll, n)
         steal = cpu_use.steal_between(samples, leg["launch_unix"] + r["t_start"], leg["launch_unix"] + r["t_end"])
+        nic_mean, nic_min = use([(r["t_start"], r["t_end"])])
         leg["timeline"].append({"t": round(r["t_end"], 4), "kind": "iter", "mode": r["mode"], "bytes": r["bytes"],
                                 "iter": r["iter"], "time_us": r["time_us"], "busbw": _r(bw),
                                 "capacity_limit": _r(cap), "fraction_of_capacity": _r(bw / cap if cap else None),
-                                "steal": None if steal is None else round(steal, 3), "event": ""})
+                                "steal": None if steal is None else round(steal, 3),
+                                "nic_use": _r(nic_mean, 3), "nic_use_min": _r(nic_min, 3), "event": ""})
         v = 0
         while f"vt{v}_share" in r:
             if r[f"vt{v}_share"] != "":
@@ -87,9 +94,10 @@ def leg_numbers(leg, sc, bed_rates):
         # The block's calls run back to back: the steal over the block is that of its calls.
         steal = cpu_use.steal_between(samples, leg["launch_unix"] + min(r["t_start"] for r in mine),
                                       leg["launch_unix"] + max(r["t_end"] for r in mine)) if mine else None
+        nic_mean, nic_min = use([(r["t_start"], r["t_end"]) for r in mine]) if mine else (None, None)
         leg["sizes"].append({"size": size, "busbw": _r(bw), "busbw_oop": _r(oop), "capacity_limit": _r(cap),
                              "fraction_of_capacity": _r(bw / cap if bw is not None and cap else None),
-                             "steal": _r(steal, 3)})
+                             "steal": _r(steal, 3), "nic_use": _r(nic_mean, 3), "nic_use_min": _r(nic_min, 3)})
 
 
 def _weighted_cap(rt, coll, g, rows):
@@ -105,9 +113,9 @@ def _r(x, digits=4):
 
 
 RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_static", "capacity_limit",
-                  "fraction_of_capacity", "busbw_oop", "steal", "flows_mbit", "ok", "note"]
+                  "fraction_of_capacity", "busbw_oop", "steal", "nic_use", "nic_use_min", "flows_mbit", "ok", "note"]
 TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
-                    "capacity_limit", "fraction_of_capacity", "steal", "event"]
+                    "capacity_limit", "fraction_of_capacity", "steal", "nic_use", "nic_use_min", "event"]
 VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
 
 
@@ -144,7 +152,8 @@ def result_rows(legs):
                          "busbw": s["busbw"], "ratio_to_preccl_static":
                          _r(s["busbw"] / r0) if r0 and s["busbw"] is not None else None,
                          "capacity_limit": s["capacity_limit"], "fraction_of_capacity": s["fraction_of_capacity"],
-                         "busbw_oop": s["busbw_oop"], "steal": s.get("steal"), "flows_mbit": flows_mbit(l),
+                         "busbw_oop": s["busbw_oop"], "steal": s.get("steal"), "nic_use": s.get("nic_use"),
+                         "nic_use_min": s.get("nic_use_min"), "flows_mbit": flows_mbit(l),
                          "ok": l.get("ok", False),
                          "note": note})
     return rows

@@ -4,8 +4,9 @@ one row per (scenario, collective, algorithm), PReCCL static vs preccl (and any 
 the ratio preccl / static, and preccl's fraction of the capacity limit, also relative to what TCP can
 carry through a shaped NIC (`--tcp-ceiling`, the fraction of the link rate one TCP flow reaches on the
 bed; docs/results.md says how it was measured), and, where the runs recorded them, the hypervisor's steal
-during the calls behind each figure and what the background flows (the other tenant) delivered during
-each leg.
+during the calls behind each figure, how busy the NICs' transmit sides were during `preccl`'s calls (the
+mean over the NICs and the least busy NIC; nic_use.py), and what the background flows (the other tenant)
+delivered during each leg.
 
 usage: results_table.py [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
 A scenario may be given several directories (e.g. static and preccl legs from different runs); for a
@@ -52,8 +53,10 @@ def main():
     # The hypervisor's steal during each figure's calls (runs since the bed sampled it; docs/testbed.md).
     has_steal = any(r.get("steal") for v in table.values() for r in v.values())
     has_flows = any(r.get("flows_mbit") for v in table.values() for r in v.values())
+    has_use = any(r.get("nic_use") for v in table.values() for r in v.values())
     head = ["scenario", "collective", "algorithm", "static", "preccl", "preccl / static", "limit",
             "preccl of limit", "of TCP ceiling"] + others + (["steal static / preccl"] if has_steal else []) \
+        + (["preccl NIC use, mean / least"] if has_use else []) \
         + (["background flows static / preccl, Mbit/s"] if has_flows else [])
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
@@ -70,6 +73,9 @@ def main():
         if has_steal:
             pc = lambda r: f"{float(r['steal']) * 100:.0f} %" if r and r.get("steal") else "-"
             cells.append(f"{pc(st)} / {pc(pr)}")
+        if has_use:
+            cells.append(f"{float(pr['nic_use']):.3f} / {float(pr['nic_use_min']):.3f}"
+                         if pr and pr.get("nic_use") and pr.get("nic_use_min") else "-")
         if has_flows:
             fl = lambda r: f"{float(r['flows_mbit']):.1f}" if r and r.get("flows_mbit") else "-"
             cells.append(f"{fl(st)} / {fl(pr)}")

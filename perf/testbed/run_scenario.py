@@ -16,6 +16,7 @@ import time
 import bed_names as names
 import cpu_use
 import leg_results
+import nic_use
 import svg_plot
 import units
 from bed_net import Bed, BedError
@@ -154,6 +155,8 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
     leg.update(command=ranks.command(), counters={}, error=None, iter_csv=ranks.iter_csv)
     cpu = cpu_use.Sampler()
     cpu.start()
+    nics = nic_use.Sampler(bed.tx_counter_paths())
+    nics.start()
     t_leg0 = time.monotonic()
     try:
         leg["counters"]["start"] = bed.nic_state()
@@ -184,6 +187,9 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
         ranks.kill()
         flows.kill_all()
         cpu.stop()
+        nics.stop()
+        leg["nics_csv"] = os.path.join(leg_dir, "nics.csv")
+        nic_use.write_samples(leg["nics_csv"], nics.labels, nics.samples)
         leg["cpu"] = cpu_use.summary(cpu.samples[0], cpu.samples[-1])
         leg["cpu_csv"] = os.path.join(leg_dir, "cpu.csv")
         cpu_use.write_samples(leg["cpu_csv"], cpu.samples)

@@ -28,6 +28,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
 sys.path.insert(0, HERE)
 
 import bed_names as names  # noqa: E402
+import nic_use  # noqa: E402
 import selftest_capacity  # noqa: E402
 import selftest_parse  # noqa: E402
 from bed_net import ALLOWED_CC_PATH, CC_PATH, owned  # noqa: E402
@@ -135,6 +136,14 @@ def test_run(c, perf, out):
     iters = [t for t in r["legs"][0].get("timeline", []) if t["kind"] == "iter"]
     c.expect(iters and all(t["steal"] is not None and 0 <= t["steal"] <= 1 for t in iters),
              f"every call has its steal in the timeline ({[t['steal'] for t in iters]})")
+    # The NICs' transmit counters, sampled from the root namespace, saw what the NICs' own counters saw.
+    labels, samples = nic_use.read_samples(r["legs"][0].get("nics_csv"))
+    i = labels.index("h0.nic0") if "h0.nic0" in labels else None
+    sampled = samples[-1][1][i] - samples[0][1][i] if i is not None and samples else 0
+    c.expect(sorted(labels) == ["h0.nic0", "h0.nic1", "h1.nic0", "h1.nic1"] and sampled >= d.get("h0.nic0", {}).get("tx_bytes", 1 << 62),
+             f"nics.csv sampled every NIC over the leg (h0.nic0 {sampled} B, its own counter {d.get('h0.nic0')})")
+    c.expect(iters and all(t.get("nic_use") is not None and 0 < t["nic_use_min"] <= t["nic_use"] <= 1.2 for t in iters),
+             f"every call has its NICs' use in the timeline ({[(t.get('nic_use'), t.get('nic_use_min')) for t in iters]})")
     cc = r["bed"].get("tcp_congestion_control")
     allowed = open(ALLOWED_CC_PATH).read().strip()
     c.expect(cc == "cubic" and open(CC_PATH).read().strip() == machine_cc and allowed == machine_allowed,

@@ -1,5 +1,7 @@
-"""Checks the capacity-limit arithmetic (docs/testbed.md) on hand-computed cases. Needs no root."""
+"""Checks the capacity-limit arithmetic (docs/testbed.md) and the NICs' use (nic_use.py) on hand-computed
+cases. Needs no root."""
 import capacity
+import nic_use
 from capacity import RateTimeline
 
 M = 10**6
@@ -47,6 +49,23 @@ def run():
            f"UDP tenant of 52 Mbit/s from 10 s to 110 s: 160, 108, 160 ({lim(5)}, {lim(50)}, {lim(115)})")
     mean = rt.mean_limit_bps("allreduce", 1, 0, 20)
     expect(abs(mean - 134 * M) < 1, f"time-weighted mean across the UDP flow's start: {mean}")
+    # NIC use: h0.nic0 sends 10 MB/s (80 Mbit/s, full) for 4 s then idles; h0.nic1 sends 5 MB/s but is
+    # shaped to 40 Mbit/s from t = 2 s (full from then). The tenant's bytes count as use.
+    rates = {(0, 0): 80 * M, (0, 1): 80 * M}
+    ev = [{"fired": True, "ok": True, "t_s": 2.0, "action": "rate", "nic": "h0.nic1", "rate": "40mbit",
+           "direction": "both"}]
+    rt = RateTimeline(1, 2, rates, ev)
+    launch = 1000.0
+    samples = [(launch + t / 10, [int(min(t / 10, 4) * 10 * M), int(t / 10 * 5 * M)]) for t in range(0, 81)]
+    labels = ["h0.nic0", "h0.nic1"]
+    u = nic_use.call_use(labels, samples, rt, launch, 1.0, 3.0)
+    expect(abs(u["h0.nic0"] - 1.0) < 1e-6, f"a full link is used 1.0: {u}")
+    expect(abs(u["h0.nic1"] - 80 / 120) < 1e-6, f"80 Mbit sent over 1 s at 80 and 1 s at 40 Mbit/s: 2/3 ({u})")
+    u = nic_use.use_over(labels, samples, rt, launch, [(3.0, 5.0), (6.0, 7.0)])
+    expect(abs(u["h0.nic0"] - 10 * M * 8 / (3 * 80 * M)) < 1e-6, f"1 s of 3 busy: 1/3 ({u})")
+    mean, low = nic_use.summarize({"a": 1.0, "b": 0.5})
+    expect(mean == 0.75 and low == 0.5, f"summary mean and least: {mean}, {low}")
+    expect(nic_use.call_use(labels, samples, rt, launch, 7.5, 9.0) == {}, "a span the samples do not cover: nothing")
     return failures
 
 

@@ -142,6 +142,8 @@ def cmd_report(a):
     for leg in r["legs"]:
         if leg.get("iter_csv"):  # the run directory may have moved
             leg["iter_csv"] = os.path.join(a.out, leg["dir"], "iter.csv")
+        if leg.get("nics_csv"):
+            leg["nics_csv"] = os.path.join(a.out, leg["dir"], "nics.csv")
         if "launch_unix" in leg or "perf" in leg:
             leg_results.leg_numbers(leg, sc, rates)
     r["results"] = leg_results.write_outputs(a.out, r["legs"])

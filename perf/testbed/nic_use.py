@@ -1,0 +1,190 @@
+"""How busy each NIC's transmit side was during each call: what it sent over what its shaped rate allows.
+
+The fraction of the capacity limit a call reaches mixes two losses: bytes that are not payload (headers,
+ACKs, retransmissions) and time in which a link had nothing to send. This tells them apart. The
+bed samples every NIC's transmit counter every 0.1 s while a leg runs (the root-side end of its veth:
+what the NIC sent arrives there), and each call gets, per NIC, the bits sent during it over the bits its
+link could carry (tbf's rate over the call, link events included). A link that is full gives 1.0, less
+the few per cent tbf lets through above the rate. Another tenant's bytes count too: this is the link's
+use, not the collective's.
+
+As a tool: `nic_use.py OUT_DIR [--collective C] [--system S]` prints every timed call's NIC use per NIC,
+and `--series N` the N-th call's rates in 0.2 s steps (which link idled, and when).
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+import threading
+import time
+
+import units
+from bed_names import parse_nic_label
+from capacity import RateTimeline
+
+PERIOD_S = 0.1
+
+
+class Sampler(threading.Thread):
+    """Reads {label: sysfs counter path} every `period` s until stop(); a vanished file ends sampling."""
+
+    def __init__(self, paths, period=PERIOD_S):
+        super().__init__(daemon=True)
+        self.labels = sorted(paths)
+        self._paths = [paths[l] for l in self.labels]
+        self.period, self.samples, self._done = period, [], threading.Event()
+        self._read()
+
+    def _read(self):
+        try:
+            vals = []
+            for p in self._paths:
+                with open(p) as f:
+                    vals.append(int(f.read()))
+        except (OSError, ValueError):
+            return False
+        self.samples.append((time.time(), vals))
+        return True
+
+    def run(self):
+        while not self._done.wait(self.period) and self._read():
+            pass
+
+    def stop(self):
+        self._done.set()
+        self.join(2)
+        self._read()
+
+
+def write_samples(path, labels, samples):
+    with open(path, "w") as f:
+        f.write("unix," + ",".join(labels) + "\n")
+        for t, vals in samples:
+            f.write(f"{t:.3f}," + ",".join(str(v) for v in vals) + "\n")
+
+
+def read_samples(path):
+    """(labels, [(unix, [bytes])]); ([], []) when there is no file (a run from before it)."""
+    try:
+        with open(path) as f:
+            rows = list(csv.reader(f))
+    except (OSError, TypeError):
+        return [], []
+    if not rows:
+        return [], []
+    labels = rows[0][1:]
+    out = []
+    for r in rows[1:]:
+        if len(r) == len(labels) + 1:
+            out.append((float(r[0]), [int(x) for x in r[1:]]))
+    return labels, out
+
+
+def _bytes_at(samples, i, t):
+    """Counter i at unix time t, linear between the samples around it; None outside them."""
+    if not samples or t < samples[0][0] or t > samples[-1][0]:
+        return None
+    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
+        if t0 <= t <= t1:
+            return v0[i] + (v1[i] - v0[i]) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
+    return samples[-1][1][i]
+
+
+def _capacity_bits(rt, h, k, a, b, steps=50):
+    """The bits the NIC's egress could carry over [a, b] (seconds after launch): its shaped rate, midpoint rule."""
+    dt = (b - a) / steps
+    return sum(rt.shaped_bps(h, k, "egress", a + (j + 0.5) * dt) for j in range(steps)) * dt
+
+
+def use_over(labels, samples, rt, launch_unix, spans):
+    """{nic label: bits sent / bits the link could carry} over the spans [(t_start, t_end)] (seconds after
+    launch) together; a NIC whose counter does not cover a span is left out."""
+    out = {}
+    for i, label in enumerate(labels):
+        h, k = parse_nic_label(label)
+        bits = cap = 0.0
+        for a, b in spans:
+            x0, x1 = _bytes_at(samples, i, launch_unix + a), _bytes_at(samples, i, launch_unix + b)
+            if x0 is None or x1 is None:
+                break
+            bits += (x1 - x0) * 8
+            cap += _capacity_bits(rt, h, k, a, b)
+        else:
+            if cap > 0:
+                out[label] = bits / cap
+    return out
+
+
+def call_use(labels, samples, rt, launch_unix, t_start, t_end):
+    return use_over(labels, samples, rt, launch_unix, [(t_start, t_end)])
+
+
+def summarize(use):
+    """(mean, min) over the NICs, or (None, None)."""
+    if not use:
+        return None, None
+    return sum(use.values()) / len(use), min(use.values())
+
+
+# ---- the tool
+
+def _legs(out_dir, collective, system):
+    with open(os.path.join(out_dir, "result.json")) as f:
+        res = json.load(f)
+    for leg in res.get("legs", []):
+        if (collective and leg["collective"] != collective) or (system and leg["system"] != system):
+            continue
+        yield res, leg
+
+
+def _timeline(res, leg):
+    bed = res["bed"]
+    rates = {parse_nic_label(label): units.parse_rate(v) for label, v in bed["rates"].items()}
+    return RateTimeline(bed["hosts"], bed["nics"], rates, leg.get("events", []), leg.get("flows"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--collective")
+    ap.add_argument("--system")
+    ap.add_argument("--series", type=int, help="the N-th timed call (0-based): rates in 0.2 s steps")
+    a = ap.parse_args(argv)
+    import leg_results  # here: leg_results imports this module
+    found = False
+    for res, leg in _legs(a.out_dir, a.collective, a.system):
+        labels, samples = read_samples(os.path.join(a.out_dir, leg["dir"], "nics.csv"))
+        calls = leg_results.read_iters(os.path.join(a.out_dir, leg["dir"], "iter.csv"), leg.get("launch_unix"))
+        if not samples or not calls:
+            continue
+        found = True
+        rt = _timeline(res, leg)
+        print(f"== {leg['collective']} / {leg['system']}: NIC transmit use per call (sent / shaped rate)")
+        print("mode iter   time_s " + " ".join(f"{l:>8s}" for l in labels) + "     mean      min")
+        for n, r in enumerate(calls):
+            use = call_use(labels, samples, rt, leg["launch_unix"], r["t_start"], r["t_end"])
+            mean, low = summarize(use)
+            if mean is None:
+                continue
+            print(f"{r['mode']:4s} {r['iter']:4d} {r['time_us'] / 1e6:8.3f} "
+                  + " ".join(f"{use.get(l, float('nan')):8.3f}" for l in labels) + f" {mean:8.3f} {low:8.3f}")
+            if a.series == n:
+                _series(labels, samples, rt, leg["launch_unix"], r["t_start"], r["t_end"])
+    if not found:
+        print(f"nic_use: no leg with NIC samples in {a.out_dir}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _series(labels, samples, rt, launch_unix, t_start, t_end, step=0.2):
+    print(f"   call from {t_start:.2f} s to {t_end:.2f} s after launch, per {step} s:")
+    t = t_start
+    while t + step <= t_end + 1e-9:
+        use = call_use(labels, samples, rt, launch_unix, t, t + step)
+        print(f"   +{t - t_start:6.2f} " + " ".join(f"{use.get(l, float('nan')):8.2f}" for l in labels))
+        t += step
+
+
+if __name__ == "__main__":
+    sys.exit(main())
