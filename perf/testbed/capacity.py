@@ -82,14 +82,20 @@ class RateTimeline:
         ts |= {t for t0, t1, _, _ in self.loads for t in (t0, t1)}
         return sorted(t for t in ts if t != float("-inf"))
 
+    def integral(self, f, t0, t1):
+        """The integral of f(t), constant between breakpoints (every rate here is), over [t0, t1]."""
+        cuts = [t0] + [t for t in self.breakpoints() if t0 < t < t1] + [t1]
+        return sum((b - a) * f((a + b) / 2) for a, b in zip(cuts, cuts[1:]))
+
     def mean_limit_bps(self, collective, ranks_per_host, t0, t1):
         """Time-weighted mean of the limit over [t0, t1] (the best busbw of a transfer in that window)."""
         if t1 <= t0:
             return self.limit_bps(collective, ranks_per_host, t1)
-        cuts = [t0] + [t for t in self.breakpoints() if t0 < t < t1] + [t1]
-        total = sum((b - a) * self.limit_bps(collective, ranks_per_host, (a + b) / 2)
-                    for a, b in zip(cuts, cuts[1:]))
-        return total / (t1 - t0)
+        return self.integral(lambda t: self.limit_bps(collective, ranks_per_host, t), t0, t1) / (t1 - t0)
+
+    def shaped_bits(self, h, k, d, t0, t1):
+        """The bits the link's own rate lets through over [t0, t1]."""
+        return self.integral(lambda t: self.shaped_bps(h, k, d, t), t0, t1)
 
 
 def factor(collective, hosts, ranks_per_host):

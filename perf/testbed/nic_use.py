@@ -12,6 +12,7 @@ As a tool: `nic_use.py OUT_DIR [--collective C] [--system S]` prints every timed
 and `--series N` the N-th call's rates in 0.2 s steps (which link idled, and when).
 """
 import argparse
+import bisect
 import csv
 import json
 import os
@@ -85,16 +86,9 @@ def _bytes_at(samples, i, t):
     """Counter i at unix time t, linear between the samples around it; None outside them."""
     if not samples or t < samples[0][0] or t > samples[-1][0]:
         return None
-    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
-        if t0 <= t <= t1:
-            return v0[i] + (v1[i] - v0[i]) * ((t - t0) / (t1 - t0) if t1 > t0 else 0.0)
-    return samples[-1][1][i]
-
-
-def _capacity_bits(rt, h, k, a, b, steps=50):
-    """The bits the NIC's egress could carry over [a, b] (seconds after launch): its shaped rate, midpoint rule."""
-    dt = (b - a) / steps
-    return sum(rt.shaped_bps(h, k, "egress", a + (j + 0.5) * dt) for j in range(steps)) * dt
+    j = max(1, bisect.bisect_left(samples, t, key=lambda s: s[0]))
+    (t0, v0), (t1, v1) = samples[j - 1], samples[j]
+    return v0[i] + (v1[i] - v0[i]) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
 
 
 def use_over(labels, samples, rt, launch_unix, spans):
@@ -109,7 +103,7 @@ def use_over(labels, samples, rt, launch_unix, spans):
             if x0 is None or x1 is None:
                 break
             bits += (x1 - x0) * 8
-            cap += _capacity_bits(rt, h, k, a, b)
+            cap += rt.shaped_bits(h, k, "egress", a, b)
         else:
             if cap > 0:
                 out[label] = bits / cap
