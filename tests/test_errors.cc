@@ -93,6 +93,16 @@ void noCommChecks(Rank& r) {
   expectErr(r, precclCommInitRankConfig(&c, 2, id, 1, &bad), precclInvalidArgument, nullptr,
             "CommInitRankConfig(config with a bad magic)");
   r.check(c == nullptr, "a failed CommInitRank set *comm");
+  // Bad settings in the environment are refused by name, before any communication.
+  for (auto [name, value] : {std::pair{"PRECCL_SOCKET_BUFFER", "-5"}, std::pair{"PRECCL_ALGO", "spiral"}}) {
+    setenv(name, value, 1);
+    const std::string what = std::string(name) + "=" + value;
+    expectErr(r, precclCommInitRank(&c, 1, id, 0), precclInvalidArgument, nullptr, what);
+    const char* msg = precclGetLastError(nullptr);
+    r.check(msg && strstr(msg, name), what + ": the message does not name the setting");
+    unsetenv(name);
+  }
+  r.check(c == nullptr, "a CommInitRank refused for its environment set *comm");
 }
 
 // A garbage id must make CommInitRank fail fast (the magic check), not hang or crash.

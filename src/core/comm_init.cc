@@ -12,6 +12,7 @@
 #include "core/locality.h"
 #include "core/trace.h"
 #include "core/net_if.h"
+#include "core/socket_buffers.h"
 #include "core/unique_id.h"
 #include "transport/auth_accept.h"
 
@@ -134,6 +135,7 @@ precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
         return PRECCL_ERR(comm, precclSystemError, "rank {}: cannot connect VT {} to rank {} at {} from {}", me, v, peer,
                           remote.str(), local.str());
       }
+      fixSocketBuffers(comm, fd);
       auto c = std::make_unique<Conn>();
       c->peer = peer;
       c->vt = v;
@@ -159,6 +161,7 @@ precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
         close(fd);
         continue;
       }
+      fixSocketBuffers(comm, fd);
       auto c = std::make_unique<Conn>();
       c->peer = h.src;
       c->vt = h.vt;

@@ -18,6 +18,9 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   c->nslots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("NSLOTS", 8), 2, kMaxSlots));
   int64_t slot = envInt("SLOT_BYTES", 512 * 1024);
   c->slotBytes = static_cast<uint32_t>(std::clamp<int64_t>(slot, 4096, 16 << 20) / 64 * 64);
+  c->socketBuffer = envInt("SOCKET_BUFFER", -1);
+  if (c->socketBuffer < -1 || c->socketBuffer > (1ll << 30))
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_SOCKET_BUFFER={} is not in 0..1G", c->socketBuffer);
   c->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("TREE_MAX_BYTES", 64 * 1024)));
   c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;
   std::string algo = envString("ALGO", "");

@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/group.h"
+#include "core/socket_buffers.h"
 #include "core/stream.h"
 #include "core/trace.h"
 #include "device/dtype.h"
@@ -205,6 +206,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
       case Coll::P2P: break;
     }
     settleCuts(comm, plan);
+    // Sockets carry a VT's bytes on one flow per rank in a ring, on up to a tree's sends per rank in a
+    // tree (allocKey's wireNum there).
+    sizeSocketBuffers(comm, tree ? static_cast<int>(allocKey(comm, a, true).wireNum) : 1);
   }
   const uint64_t tExec = timed ? nowNs() : 0;
   precclResult_t res = execute(comm, plan);

@@ -57,6 +57,8 @@ struct Conn {
   int peer = -1;
   int vt = -1;
   bool viaSocket = false;
+  int fd = -1;           // the socket when viaSocket (the proxy owns it)
+  int bufferBytes = 0;   // SO_SNDBUF and SO_RCVBUF this rank set; 0: the kernel's autotuning (core/socket_buffers.h)
   Fifo send;
   Waker sendConsumer;  // woken after publishing a slot
   uint64_t sendTail = 0;

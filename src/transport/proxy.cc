@@ -38,6 +38,7 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   new (static_cast<char*>(mem) + one) FifoCtrl();
   s->mem.reset(static_cast<char*>(mem));
   conn->viaSocket = true;
+  conn->fd = fd;
   conn->send.attach(mem, nslots, slotBytes);
   conn->recv.attach(static_cast<char*>(mem) + one, nslots, slotBytes);
   socks_.push_back(std::move(s));

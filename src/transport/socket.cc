@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace preccl {
@@ -77,6 +78,21 @@ void setNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK
 void setNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int setSocketBuffers(int fd, int bytes) {
+  int got = INT32_MAX;
+  for (int opt : {SO_SNDBUF, SO_RCVBUF}) {
+    setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof(bytes));
+    int v = 0;
+    socklen_t len = sizeof(v);
+    getsockopt(fd, SOL_SOCKET, opt, &v, &len);
+    got = std::min(got, v);
+  }
+  // The buffers bound the window only through their free space, and an autotuned past leaves the
+  // receive threshold high: the clamp makes the peer's data in flight at most `bytes` at once.
+  setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &bytes, sizeof(bytes));
+  return got;
 }
 
 void closeFd(int& fd) {

@@ -37,6 +37,11 @@ bool recvAll(int fd, void* buf, size_t len, uint64_t deadlineNs);
 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);
+// Fixes the socket's send and receive buffers (SO_SNDBUF, SO_RCVBUF; the kernel doubles each for its
+// bookkeeping and caps it at net.core.wmem_max / rmem_max) and so ends the kernel's autotuning of them;
+// clamps the receive window at `bytes` (TCP_WINDOW_CLAMP), which bounds the peer's data in flight.
+// Returns the smaller buffer the kernel reports.
+int setSocketBuffers(int fd, int bytes);
 void closeFd(int& fd);
 
 // Constant-time comparison for secrets.

@@ -1,0 +1,60 @@
+// The kernel's socket buffers are queue the FIFOs do not see, and the window they allow is what a flow
+// puts into the network's queues. Autotuned, on a slow path the receive buffer grows to megabytes
+// (Linux sizes it from how fast the application reads, and the proxy, draining a backlog at once after
+// its FIFO frees, reads fast), the send buffer grows with the window and never shrinks, and every flow
+// keeps filling the shaped link's queue until it loses packets. A tree's flows then run apart: flows
+// that lose back off for seconds, flows that need not wait for a reduction take more than their share,
+// and links idle at the end of the call (docs/results.md, "The kernel's socket buffers"). So each flow
+// of a path the model measured gets buffers and a window of kFlowBufferNs at its share of the VT's rate:
+// enough to keep its link busy, too little to fill the link's queue, and flows limited by equal windows
+// through one queue share it evenly. Fast paths, where that is a slot or more, keep the autotuning.
+#include "core/socket_buffers.h"
+
+#include <algorithm>
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "policy/model.h"
+#include "transport/socket.h"
+
+namespace preccl {
+
+void fixSocketBuffers(precclComm* comm, int fd) {
+  const int64_t want = comm->cfg.socketBuffer;
+  if (want <= 0) return;
+  const int got = setSocketBuffers(fd, static_cast<int>(want));
+  if (got < 2 * want)
+    PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", comm->rank, got, 2 * want);
+}
+
+int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int current) {
+  if (betaQ == 0 || flows < 1) return current;  // no measured rate: leave the socket as it is
+  const unsigned __int128 bytes =
+      (static_cast<unsigned __int128>(kFlowBufferNs) << kBetaShift) / (static_cast<unsigned __int128>(betaQ) * flows);
+  const int want = static_cast<int>(std::clamp<unsigned __int128>(bytes, kMinFlowBuffer, slotBytes)) / 1024 * 1024;
+  // A path that was never slow keeps the autotuning; one that was follows its rate from then on (a set
+  // buffer cannot be handed back to the autotuning), up to the slot.
+  if (current == 0) return want >= static_cast<int>(slotBytes) ? 0 : want;
+  // Rates move a little every call: only a change of a quarter is worth three system calls per socket.
+  return std::abs(want - current) * 4 < current ? current : want;
+}
+
+void sizeSocketBuffers(precclComm* comm, int flows) {
+  if (comm->cfg.socketBuffer != -1 || !comm->proxy) return;
+  const ModelState& m = comm->policy.model;
+  for (int v = 0; v < comm->nVTs; v++) {
+    int64_t alpha;
+    uint64_t betaQ = 0;
+    if (!m.rateKnown(v) || !modelParams(m, v, &alpha, &betaQ)) continue;
+    for (auto& peerConns : comm->conns) {
+      if (v >= static_cast<int>(peerConns.size()) || !peerConns[v] || !peerConns[v]->viaSocket) continue;
+      Conn& c = *peerConns[v];
+      const int want = flowBuffer(betaQ, flows, comm->slotBytes, c.bufferBytes);
+      if (want == c.bufferBytes) continue;
+      setSocketBuffers(c.fd, want);
+      c.bufferBytes = want;
+    }
+  }
+}
+
+}  // namespace preccl
