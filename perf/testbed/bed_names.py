@@ -47,6 +47,21 @@ def address(host, k):
     return f"198.18.{k}.{host + 1}"
 
 
+def parse_address(addr):
+    """address's inverse: "198.18.1.3" -> (2, 1) (host, NIC); None for an address the bed does not give."""
+    m = re.match(r"^198\.18\.(\d+)\.(\d+)$", addr)
+    return (int(m.group(2)) - 1, int(m.group(1))) if m and int(m.group(2)) >= 1 else None
+
+
+def live_prefixes():
+    """Prefixes of the beds that are up now (their state files)."""
+    try:
+        names = os.listdir(STATE_DIR)
+    except FileNotFoundError:
+        return []
+    return [n[:-5] for n in names if n.endswith(".json") and PREFIX_RE.match(n[:-5])]
+
+
 def nic_label(host, k):
     return f"h{host}.nic{k}"
 

@@ -3,9 +3,11 @@ the key and the problem. Needs no root; selftest.py runs it first."""
 import os
 import tempfile
 
+import bed_names
 import cpu_use
 import leg_results
 import scenario
+import tcp_flows
 import units
 
 GOOD_RUN = '[run]\nbytes = "1M"\n'
@@ -121,6 +123,21 @@ def run():
     for got, want in ((leg_results.flows_mbit(leg), 28.0), (leg_results.flows_mbit({"flows": {}}), None)):
         if got != want:
             failures.append(f"flows_mbit = {got}, want {want}")
+    # Per-flow counters from ss, and the bed's addresses back to hosts and NICs (tcp_flows.py).
+    ss = ("ESTAB 0 0 198.18.1.3:41119 198.18.1.1:50395\n"
+          "\t cubic wscale:10,10 rto:204 rtt:7.555/1.2 mss:1448 cwnd:40 bytes_sent:9 bytes_acked:334488"
+          " bytes_received:40 retrans:0/5 rcv_ssthresh:65536\n"
+          "ESTAB 0 0 127.0.0.1:1 127.0.0.1:2\n")
+    got = tcp_flows.parse_ss(ss)
+    want = [("198.18.1.3:41119", "198.18.1.1:50395",
+             {"bytes_acked": "334488", "cwnd": "40", "retrans": "5", "rtt_ms": "7.555", "rcv_ssthresh": "65536"})]
+    if got != want:
+        failures.append(f"tcp_flows.parse_ss = {got}, want {want}")
+    for addr, want in (("198.18.1.3", (2, 1)), ("198.18.0.1", (0, 0)), ("10.0.0.1", None), ("198.18.0.0", None)):
+        if bed_names.parse_address(addr) != want:
+            failures.append(f"parse_address({addr!r}) = {bed_names.parse_address(addr)}, want {want}")
+    if tcp_flows.nic_of("198.18.1.3:41119") != "h2n1":
+        failures.append(f"tcp_flows.nic_of = {tcp_flows.nic_of('198.18.1.3:41119')}, want h2n1")
     return failures
 
 
