@@ -32,6 +32,8 @@ TEST_CASE("socket buffers follow a flow's modelled rate on slow paths only", "[s
   CHECK(flowBuffer(beta(1e9), 1, slot, 65536) == int(slot));  // was slow, is fast: up to the slot
   CHECK(flowBuffer(beta(5.5e6), 1, slot, at5MBs) == at5MBs);  // 10 % faster: not worth a change
   CHECK(flowBuffer(beta(10e6), 1, slot, at5MBs) > at5MBs);    // twice as fast: twice the buffer
+  CHECK(flowBuffer(beta(1e6), 1, slot, at5MBs) == at5MBs);    // slower: never down (a window-limited
+                                                              // flow measures slower: a spiral)
 }
 
 TEST_CASE("set socket buffers bound what the kernel queues for a reader that does not read", "[sockets]") {

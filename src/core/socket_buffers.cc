@@ -7,7 +7,8 @@
 // and links idle at the end of the call (docs/results.md, "The kernel's socket buffers"). So each flow
 // of a path the model measured gets buffers and a window of kFlowBufferNs at its share of the VT's rate:
 // enough to keep its link busy, too little to fill the link's queue, and flows limited by equal windows
-// through one queue share it evenly. Fast paths, where that is a slot or more, keep the autotuning.
+// through one queue share it evenly. The first measured rate sets it and later ones only raise it. Fast
+// paths, where that is a slot or more, keep the autotuning.
 #include "core/socket_buffers.h"
 
 #include <algorithm>
@@ -35,8 +36,10 @@ int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int current) {
   // A path that was never slow keeps the autotuning; one that was follows its rate from then on (a set
   // buffer cannot be handed back to the autotuning), up to the slot.
   if (current == 0) return want >= static_cast<int>(slotBytes) ? 0 : want;
-  // Rates move a little every call: only a change of a quarter is worth three system calls per socket.
-  return std::abs(want - current) * 4 < current ? current : want;
+  // Never down: a flow that its window limits is measured slower, and a smaller window would slow it
+  // further (on a host with more ranks than cores, where the CPU sets the rates, that spiral took the
+  // tests' 8-rank socket case from 18 s to 62 s). Up only by a quarter or more: three system calls.
+  return want < current + current / 4 ? current : want;
 }
 
 void sizeSocketBuffers(precclComm* comm, int flows) {

@@ -15,8 +15,8 @@ constexpr int kMinFlowBuffer = 32 << 10;
 void fixSocketBuffers(precclComm* comm, int fd);
 // Per CCT (the default, PRECCL_SOCKET_BUFFER unset): every VT whose rate the model knows gets its sockets'
 // buffers and window set to kFlowBufferNs of one flow's share of that rate (`flows`: how many flows the
-// busiest rank sends a VT's bytes on in this collective). Paths where that is a slot or more keep the
-// kernel's autotuning.
+// busiest rank sends a VT's bytes on in this collective), raised when the rate rises, never lowered.
+// Paths where that is a slot or more keep the kernel's autotuning.
 void sizeSocketBuffers(precclComm* comm, int flows);
 // The rule for one socket: `betaQ` the VT's modelled ns per byte << kBetaShift (0 = unknown), `current`
 // the socket's set value (0 = autotuned). Returns `current` for no change.
