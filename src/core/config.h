@@ -20,7 +20,7 @@ struct Config {
   uint64_t timeoutMs = 120000;       // PRECCL_TIMEOUT (s): no progress for this long is an error
   uint32_t nslots = 8;               // PRECCL_NSLOTS
   uint32_t slotBytes = 512 * 1024;   // PRECCL_SLOT_BYTES
-  int64_t socketBuffer = -1;         // PRECCL_SOCKET_BUFFER: > 0 fixed, 0 kernel's, -1 follows the piece
+  int64_t socketBuffer = -1;         // PRECCL_SOCKET_BUFFER: > 0 fixed, 0 kernel's, -1 follows the rate
   Algo algo = Algo::Auto;            // PRECCL_ALGO=ring|tree
   size_t treeMaxBytes = 64 * 1024;   // PRECCL_TREE_MAX_BYTES: Auto uses the tree below this
   PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY
