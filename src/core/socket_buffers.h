@@ -9,7 +9,7 @@ namespace preccl {
 
 // Each flow of a slow path may have this much of its modelled rate in flight (and queued at each end).
 constexpr uint64_t kFlowBufferNs = 25'000'000;
-constexpr int kMinFlowBuffer = 32 << 10;
+constexpr int kMinFlowBuffer = 16 << 10;
 
 // At init: PRECCL_SOCKET_BUFFER > 0 fixes every data socket's buffers and window at that value.
 void fixSocketBuffers(precclComm* comm, int fd);
