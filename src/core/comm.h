@@ -74,6 +74,10 @@ struct precclComm {
   preccl::EpochTelemetry tele;
   bool haveTele = false;
   preccl::PolicyState policy;
+  // What the socket buffers were last sized from (core/socket_buffers.cc): (model version, flows per VT).
+  // Nothing else moves them, so a call that changes neither skips the sizing.
+  uint64_t buffersModelVersion = ~0ull;
+  int buffersFlows = 0;
   int traceFd = -1;  // PRECCL_TRACE
   // The last collective's time in the policy (model update and allocation) and in execution, on this
   // rank: the control path's own cost against the call's, for the trace (docs/telemetry.md, Cost);

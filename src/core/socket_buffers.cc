@@ -43,8 +43,11 @@ int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int current) {
 }
 
 void sizeSocketBuffers(precclComm* comm, int flows) {
-  if (comm->cfg.socketBuffer != -1 || !comm->proxy) return;
   const ModelState& m = comm->policy.model;
+  if (comm->cfg.socketBuffer != -1 || !comm->proxy || (m.version == comm->buffersModelVersion && flows == comm->buffersFlows))
+    return;
+  comm->buffersModelVersion = m.version;
+  comm->buffersFlows = flows;
   for (int v = 0; v < comm->nVTs; v++) {
     int64_t alpha;
     uint64_t betaQ = 0;
