@@ -110,6 +110,11 @@ def parse_bps(text):
     return units.parse_rate(text)
 
 
+def bed_rates(bed):
+    """{(host, nic): bit/s} from result.json's "bed" section (its "rates" by NIC label)."""
+    return {names.parse_nic_label(label): parse_bps(v) for label, v in bed["rates"].items()}
+
+
 def label(e):
     what = e["action"]
     if what == "rate":

@@ -20,9 +20,8 @@ import sys
 import threading
 import time
 
-import units
 from bed_names import parse_nic_label
-from capacity import RateTimeline
+from capacity import RateTimeline, bed_rates
 
 PERIOD_S = 0.1
 
@@ -134,8 +133,7 @@ def _legs(out_dir, collective, system):
 
 def _timeline(res, leg):
     bed = res["bed"]
-    rates = {parse_nic_label(label): units.parse_rate(v) for label, v in bed["rates"].items()}
-    return RateTimeline(bed["hosts"], bed["nics"], rates, leg.get("events", []), leg.get("flows"))
+    return RateTimeline(bed["hosts"], bed["nics"], bed_rates(bed), leg.get("events", []), leg.get("flows"))
 
 
 def main(argv=None):

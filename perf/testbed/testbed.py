@@ -18,6 +18,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bed_names as names  # noqa: E402
+import capacity  # noqa: E402
 import scenario  # noqa: E402
 import units  # noqa: E402
 from bed_net import Bed, BedError, teardown  # noqa: E402
@@ -138,7 +139,7 @@ def cmd_report(a):
         sys.exit(f"testbed: {path}: {e}")
     b = r["bed"]
     sc = scenario.Scenario(path=r["scenario"], hosts=b["hosts"], nics=b["nics"], ranks_per_host=b["ranks_per_host"])
-    rates = {names.parse_nic_label(label): units.parse_rate(v) for label, v in b["rates"].items()}
+    rates = capacity.bed_rates(b)
     for leg in r["legs"]:
         if leg.get("iter_csv"):  # the run directory may have moved
             leg["iter_csv"] = os.path.join(a.out, leg["dir"], "iter.csv")
