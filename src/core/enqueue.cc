@@ -206,9 +206,10 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
       case Coll::P2P: break;
     }
     settleCuts(comm, plan);
-    // Sockets carry a VT's bytes on one flow per rank in a ring, on up to a tree's sends per rank in a
-    // tree (allocKey's wireNum there).
-    sizeSocketBuffers(comm, tree ? static_cast<int>(allocKey(comm, a, true).wireNum) : 1);
+    // Only a tree's sockets are sized (on up to its sends per rank, allocKey's wireNum): its flows run
+    // apart on autotuned buffers. A ring's do not, and a ring flow with a bounded window loses its share
+    // of a link to another tenant's TCP flows (docs/results.md, "The kernel's socket buffers").
+    if (tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
   }
   const uint64_t tExec = timed ? nowNs() : 0;
   precclResult_t res = execute(comm, plan);

@@ -13,7 +13,7 @@ constexpr int kMinFlowBuffer = 16 << 10;
 
 // At init: PRECCL_SOCKET_BUFFER > 0 fixes every data socket's buffers and window at that value.
 void fixSocketBuffers(precclComm* comm, int fd);
-// Per CCT (the default, PRECCL_SOCKET_BUFFER unset): every VT whose rate the model knows gets its sockets'
+// Per tree CCT (the default, PRECCL_SOCKET_BUFFER unset): every VT whose rate the model knows gets its sockets'
 // buffers and window set to kFlowBufferNs of one flow's share of that rate (`flows`: how many flows the
 // busiest rank sends a VT's bytes on in this collective), raised when the rate rises, never lowered.
 // Paths where that is a slot or more keep the kernel's autotuning.
