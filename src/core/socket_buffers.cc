@@ -8,8 +8,8 @@
 // of a path the model measured gets buffers and a window of kFlowBufferNs at its share of the VT's rate:
 // enough to keep its link busy, too little to fill the link's queue, and flows limited by equal windows
 // through one queue share it evenly. The first measured rate sets it and later ones only raise it. Fast
-// paths, where that is a slot or more, keep the autotuning, and so do rings (enqueue.cc): a ring flow
-// gains nothing from the bound, and a bounded window loses its share of a link to another tenant's TCP.
+// paths, where that is a slot or more, keep the autotuning, and so do rings and chains (enqueue.cc): they
+// gain little from the bound, and a bounded window loses its share of a link to another tenant's TCP.
 #include "core/socket_buffers.h"
 
 #include <algorithm>
