@@ -7,7 +7,9 @@
 // and links idle at the end of the call (docs/results.md, "The kernel's socket buffers"). So each flow
 // of a path the model measured gets buffers and a window of kFlowBufferNs at its share of the VT's rate:
 // enough to keep its link busy, too little to fill the link's queue, and flows limited by equal windows
-// through one queue share it evenly. The first measured rate sets it and later ones only raise it. Fast
+// through one queue share it evenly, but never less than a few of the connection's segments (below one, a
+// clamped live connection crawls at its persist timer's pace). The first measured rate sets it and later
+// ones only raise it. Fast
 // paths, where that is a slot or more, keep the autotuning, and so do rings and chains (enqueue.cc): they
 // gain little from the bound, and a bounded window loses its share of a link to another tenant's TCP.
 #include "core/socket_buffers.h"
@@ -29,11 +31,17 @@ void fixSocketBuffers(precclComm* comm, int fd) {
     PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", comm->rank, got, 2 * want);
 }
 
-int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int current) {
+int flowBufferFloor(int segmentBytes) {
+  const int segments = kMinFlowSegments * std::max(segmentBytes, 0);
+  return std::max(kMinFlowBuffer, (segments + 1023) / 1024 * 1024);
+}
+
+int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int minBytes, int current) {
   if (betaQ == 0 || flows < 1) return current;  // no measured rate: leave the socket as it is
   const unsigned __int128 bytes =
       (static_cast<unsigned __int128>(kFlowBufferNs) << kBetaShift) / (static_cast<unsigned __int128>(betaQ) * flows);
-  const int want = static_cast<int>(std::clamp<unsigned __int128>(bytes, kMinFlowBuffer, slotBytes)) / 1024 * 1024;
+  const unsigned __int128 floor = std::min<size_t>(std::max(minBytes, kMinFlowBuffer), slotBytes);
+  const int want = static_cast<int>(std::clamp<unsigned __int128>(bytes, floor, slotBytes)) / 1024 * 1024;
   // A path that was never slow keeps the autotuning; one that was follows its rate from then on (a set
   // buffer cannot be handed back to the autotuning), up to the slot.
   if (current == 0) return want >= static_cast<int>(slotBytes) ? 0 : want;
@@ -56,7 +64,8 @@ void sizeSocketBuffers(precclComm* comm, int flows) {
     for (auto& peerConns : comm->conns) {
       if (v >= static_cast<int>(peerConns.size()) || !peerConns[v] || !peerConns[v]->viaSocket) continue;
       Conn& c = *peerConns[v];
-      const int want = flowBuffer(betaQ, flows, comm->slotBytes, c.bufferBytes);
+      if (c.bufferFloor == 0) c.bufferFloor = flowBufferFloor(segmentBytes(c.fd));
+      const int want = flowBuffer(betaQ, flows, comm->slotBytes, c.bufferFloor, c.bufferBytes);
       if (want == c.bufferBytes) continue;
       setSocketBuffers(c.fd, want);
       c.bufferBytes = want;

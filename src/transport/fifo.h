@@ -59,6 +59,7 @@ struct Conn {
   bool viaSocket = false;
   int fd = -1;           // the socket when viaSocket (the proxy owns it)
   int bufferBytes = 0;   // SO_SNDBUF and SO_RCVBUF this rank set; 0: the kernel's autotuning (core/socket_buffers.h)
+  int bufferFloor = 0;   // the least of them the rule may set (flowBufferFloor); 0: not read yet
   Fifo send;
   Waker sendConsumer;  // woken after publishing a slot
   uint64_t sendTail = 0;

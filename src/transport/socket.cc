@@ -95,6 +95,13 @@ int setSocketBuffers(int fd, int bytes) {
   return got;
 }
 
+int segmentBytes(int fd) {
+  tcp_info ti{};
+  socklen_t len = sizeof(ti);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+  return static_cast<int>(ti.tcpi_advmss);
+}
+
 void closeFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;

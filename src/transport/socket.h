@@ -42,6 +42,9 @@ void setNoDelay(int fd);
 // clamps the receive window at `bytes` (TCP_WINDOW_CLAMP), which bounds the peer's data in flight.
 // Returns the smaller buffer the kernel reports.
 int setSocketBuffers(int fd, int bytes);
+// The segment size this end advertised (TCP_INFO's advmss): the most the peer puts in one segment on a
+// path whose MTU is the same at both ends. 0 if unknown.
+int segmentBytes(int fd);
 void closeFd(int& fd);
 
 // Constant-time comparison for secrets.
