@@ -29,6 +29,10 @@ void bellWait(Bell* bell, uint32_t seen, uint64_t timeoutUs) {
 
 void Waker::wake() const {
   if (bell) bellRing(bell);
+  // The caller's counter store is a release store: without a full fence the load of `sleeping` below
+  // may pass it, and the proxy, which announces its sleep and then reads the counters, could miss both
+  // (Dekker's pattern; bellRing's read-modify-write is a full fence only when a bell is rung too).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (eventFd >= 0 && sleeping && sleeping->load(std::memory_order_seq_cst)) {
     uint64_t one = 1;
     ssize_t r = write(eventFd, &one, sizeof(one));
