@@ -109,7 +109,8 @@ typedef struct {
 /* ---- version, errors ---- */
 precclResult_t precclGetVersion(int* version);
 const char* precclGetErrorString(precclResult_t result);
-/* The message of the last error raised in this thread (or by the communicator's async path). */
+/* The message of the error a failed communicator raised (also on its proxy thread); otherwise the last
+ * error raised in this thread, which stays until the next one (as in NCCL). */
 const char* precclGetLastError(precclComm_t comm);
 
 /* ---- communicators ---- */

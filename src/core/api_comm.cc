@@ -177,8 +177,8 @@ precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm
 precclResult_t precclCommFinalize(precclComm_t comm) {
   if (isLiveComm(comm) && comm->initThread.joinable()) comm->initThread.join();
   PRECCL_CHECK(checkComm(comm, "CommFinalize"));
-  // Work is synchronous per call or owned by a stream the user synchronises; nothing is left in flight
-  // inside the communicator except unsent socket slots, which Destroy drains.
+  // Work is synchronous per call or owned by a stream the user synchronises, and every call hands its
+  // bytes to the kernel or to the peer's memory before it returns: nothing is left in flight here.
   std::lock_guard<std::mutex> lock(comm->execMutex);
   int e = comm->asyncError.load();
   return e == precclSuccess ? precclSuccess : static_cast<precclResult_t>(e);

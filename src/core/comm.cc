@@ -6,6 +6,11 @@
 #include "core/debug.h"
 #include "core/trace.h"
 
+std::string precclComm::errorText() {
+  std::lock_guard<std::mutex> lock(errMutex);
+  return lastError;
+}
+
 void precclComm::raiseAsync(precclResult_t code, const std::string& msg) {
   int expected = precclSuccess;
   if (asyncError.compare_exchange_strong(expected, code)) {
@@ -48,7 +53,7 @@ precclResult_t checkComm(precclComm* comm, const char* fn) {
   if (st == precclInProgress)
     return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation is still in progress", fn);
   if (st != precclSuccess)
-    return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation failed: {}", fn, comm->lastError);
+    return PRECCL_ERR(comm, precclInvalidUsage, "{}: communicator initialisation failed: {}", fn, comm->errorText());
   return precclSuccess;
 }
 
@@ -60,7 +65,7 @@ void commFree(precclComm* comm, bool abort) {
     // Waits for a CCT still running on another thread (an abort makes it return promptly).
     std::lock_guard<std::mutex> lock(comm->execMutex);
   }
-  if (comm->proxy) comm->proxy->stop(!abort && comm->asyncError.load() == precclSuccess);
+  if (comm->proxy) comm->proxy->stop();
   comm->proxy.reset();
   comm->conns.clear();
   comm->shmPeer.clear();

@@ -90,13 +90,14 @@ struct precclComm {
   std::atomic<int> abortFlag{0};
   std::atomic<int> asyncError{precclSuccess};
   std::mutex errMutex;
-  std::string lastError;
+  std::string lastError;  // under errMutex: the proxy thread writes it (raiseAsync)
 
   // Nonblocking init.
   std::atomic<int> initState{precclInProgress};
   std::thread initThread;
 
   void raiseAsync(precclResult_t code, const std::string& msg);
+  std::string errorText();  // lastError, read under its lock
 };
 
 namespace preccl {

@@ -85,6 +85,7 @@ precclResult_t setupShm(precclComm* comm, uint64_t deadline) {
       auto c = std::make_unique<Conn>();
       c->peer = r;
       c->vt = v;
+      c->path = "shared memory";
       c->send.attach(seg->base() + lay.fifoOffset(me, v), comm->nslots, comm->slotBytes);
       c->sendConsumer.bell = peerBell;
       c->recv.attach(comm->shmOwn->base() + lay.fifoOffset(pj, v), comm->nslots, comm->slotBytes);
@@ -96,6 +97,17 @@ precclResult_t setupShm(precclComm* comm, uint64_t deadline) {
   PRECCL_CHECK(barrier(comm, deadline));  // every segment is mapped by everyone who needs it
   comm->shmOwn->unlinkName();
   return precclSuccess;
+}
+
+// How a socket edge travels, for messages: this rank's NIC and the peer's.
+std::string socketPath(const precclComm* comm, int peer, int vt) {
+  auto nic = [&](int r) {
+    const int k = comm->topo.nicFor(r, vt);
+    SockAddr a;
+    memcpy(&a.ss, &comm->infos[r].nicAddr[k], sizeof(sockaddr_storage));
+    return fmt::format("{} {}", comm->infos[r].nicName[k], a.host());
+  };
+  return fmt::format("NIC {} -> {}", nic(comm->rank), nic(peer));
 }
 
 precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
@@ -139,6 +151,7 @@ precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
       auto c = std::make_unique<Conn>();
       c->peer = peer;
       c->vt = v;
+      c->path = socketPath(comm, peer, v);
       comm->proxy->add(fd, c.get(), comm->nslots, comm->slotBytes);
       comm->conns[peer][v] = std::move(c);
     }
@@ -165,6 +178,7 @@ precclResult_t setupSockets(precclComm* comm, const std::vector<int>& listenFds,
       auto c = std::make_unique<Conn>();
       c->peer = h.src;
       c->vt = h.vt;
+      c->path = socketPath(comm, h.src, h.vt);
       comm->proxy->add(fd, c.get(), comm->nslots, comm->slotBytes);
       comm->conns[h.src][h.vt] = std::move(c);
       expected[k]--;

@@ -45,12 +45,11 @@ precclResult_t setError(precclComm* comm, precclResult_t code, const std::string
 }
 
 const char* lastErrorText(precclComm* comm) {
-  if (!tlsLastError.empty() || !comm) return tlsLastError.c_str();
-  std::lock_guard<std::mutex> lock(comm->errMutex);
-  tlsLastError = comm->lastError;
+  // A failed communicator answers with its own error: it may have been raised on the proxy thread, and
+  // this thread's last message may be older and unrelated (an argument refused earlier).
+  const int e = comm ? comm->asyncError.load() : precclSuccess;
+  if (comm && ((e != precclSuccess && e != precclInProgress) || tlsLastError.empty())) tlsLastError = comm->errorText();
   return tlsLastError.c_str();
 }
-
-void clearLastError() { tlsLastError.clear(); }
 
 }  // namespace preccl

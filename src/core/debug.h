@@ -16,8 +16,8 @@ void logLine(LogLevel level, const std::string& msg);
 
 // Records `msg` as this thread's last error (and the communicator's, when given) and returns `code`.
 precclResult_t setError(precclComm* comm, precclResult_t code, const std::string& msg);
+// The failed communicator's error, else this thread's last one (kept until the next, as NCCL keeps it).
 const char* lastErrorText(precclComm* comm);
-void clearLastError();
 
 }  // namespace preccl
 

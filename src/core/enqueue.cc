@@ -152,7 +152,7 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
 precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
   if (int e = comm->asyncError.load(); e != precclSuccess)
-    return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->lastError));
+    return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->errorText()));
   CctArgs a = args;
   // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
   if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0) {

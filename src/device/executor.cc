@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -38,6 +39,15 @@ struct Exec {
   std::string err;
   Conn* waitingOn = nullptr;  // the edge the last blocked task waits for (for error messages)
   uint64_t startNs = nowNs();
+  std::vector<Conn*> staged;  // the CCT's send edges whose slots a proxy still has to hand to the kernel
+
+  Exec(precclComm* c, CctPlan& p) : comm(c), plan(p) {
+    for (const Task& t : plan.tasks)
+      for (const Step& s : t.steps)
+        for (int i = 0; i < s.nsend; i++)
+          if (s.send[i]->stagedSends && std::find(staged.begin(), staged.end(), s.send[i]) == staged.end())
+            staged.push_back(s.send[i]);
+  }
 
   bool recvReady(Conn* c) {
     if (c->recvTailSeen > c->recvHead) return true;
@@ -158,6 +168,22 @@ struct Exec {
     return Adv::Moved;
   }
 
+  // Whether every slot this CCT published on a staged edge left the process (see Conn::stagedSends). A
+  // proxy that released more since the last look is progress.
+  bool flushed(bool* moved) {
+    bool all = true;
+    for (Conn* c : staged) {
+      const uint64_t head = c->send.ctrl->head.load(std::memory_order_acquire);
+      if (head != c->sendHeadSeen) *moved = true;
+      c->sendHeadSeen = head;
+      if (head != c->sendTail) {
+        all = false;
+        waitingOn = c;
+      }
+    }
+    return all;
+  }
+
   // An edge that a blocked task still needs, whose peer closed its socket (it exited or destroyed its
   // communicator): the data will never come.
   Conn* closedEdge() {
@@ -169,6 +195,10 @@ struct Exec {
       for (int i = 0; i < s.nsend; i++)
         if (s.send[i]->closed.load(std::memory_order_relaxed)) return s.send[i];
     }
+    // (the cached head may be stale while tasks run: read the proxy's)
+    for (Conn* c : staged)
+      if (c->closed.load(std::memory_order_relaxed) && c->send.ctrl->head.load(std::memory_order_acquire) != c->sendTail)
+        return c;
     return nullptr;
   }
 
@@ -207,17 +237,17 @@ struct Exec {
         moved |= a == Adv::Moved;
         all &= t.done();
       }
-      if (all) return precclSuccess;
+      if (all && flushed(&moved)) return precclSuccess;
       if (moved) {
         idle = 0;
         continue;
       }
       if (comm->abortFlag.load()) return PRECCL_ERR(comm, precclRemoteError, "rank {}: communicator aborted", comm->rank);
       if (int e = comm->asyncError.load(); e != precclSuccess && e != precclInProgress)
-        return PRECCL_ERR(comm, static_cast<precclResult_t>(e), "{}", comm->lastError);
+        return PRECCL_ERR(comm, static_cast<precclResult_t>(e), "{}", comm->errorText());
       if (Conn* c = closedEdge())
-        return PRECCL_ERR(comm, precclRemoteError, "rank {}: rank {} closed its connection of VT {} during a collective",
-                          comm->rank, c->peer, c->vt);
+        return PRECCL_ERR(comm, precclRemoteError, "rank {}: rank {} closed its connection of VT {} ({}) during a collective",
+                          comm->rank, c->peer, c->vt, c->path);
       // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
       idle++;
       if (idle < 64) continue;
@@ -235,9 +265,10 @@ struct Exec {
       if (idle == 96) lastMoveNs = now;
       if (now - lastMoveNs > timeoutNs)
         return PRECCL_ERR(comm, precclRemoteError,
-                          "rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}); PRECCL_TIMEOUT={}",
+                          "rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
                           comm->rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
-                          waitingOn ? waitingOn->vt : -1, timeoutNs / 1000000000ull);
+                          waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
+                          timeoutNs / 1000000000ull);
     }
   }
 };
@@ -249,7 +280,7 @@ precclResult_t execute(precclComm* comm, CctPlan& plan) {
   plan.vtDoneNs.assign(comm->nVTs, 0);
   if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(comm->nVTs);
   plan.now.assign(comm->nVTs, VtRecord{});
-  Exec e{comm, plan, {}};
+  Exec e(comm, plan);
   precclResult_t res = e.run();
   for (auto& s : comm->vtStats) {
     s.bytes += s.lastBytes;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "policy/telemetry.h"
 #include "transport/doorbell.h"
@@ -56,6 +57,11 @@ struct Fifo {
 struct Conn {
   int peer = -1;
   int vt = -1;
+  std::string path;      // how the edge travels, for messages: "NIC eth0 198.18.0.1 -> eth0 198.18.0.2", "shared memory"
+  // The send FIFO's consumer is a proxy thread of this process: a published slot is the peer's only once
+  // the proxy released it (handed it to the kernel). A call waits for that before it returns, so a rank
+  // that returned may destroy its communicator or exit at once without losing a byte a peer needs.
+  bool stagedSends = false;
   bool viaSocket = false;
   int fd = -1;           // the socket when viaSocket (the proxy owns it)
   int bufferBytes = 0;   // SO_SNDBUF and SO_RCVBUF this rank set; 0: the kernel's autotuning (core/socket_buffers.h)

@@ -14,13 +14,17 @@
 
 namespace preccl {
 
-static constexpr uint64_t kDrainTimeoutNs = 5ull * 1000000000ull;
-
 Proxy::Proxy(Bell* executorBell, ErrorFn onError) : bell_(executorBell), onError_(std::move(onError)) {}
 
 Proxy::~Proxy() {
-  stop(false);
-  for (auto& s : socks_) closeFd(s->fd);
+  stop();
+  // Every slot a call published is in the kernel by now (the call waited for it: Conn::stagedSends), and
+  // the kernel sends it before the FIN. shutdown() sends the FIN even if a forked child still holds a
+  // copy of the descriptor, where close() alone would not.
+  for (auto& s : socks_) {
+    if (s->fd >= 0) shutdown(s->fd, SHUT_WR);
+    closeFd(s->fd);
+  }
   closeFd(epfd_);
   closeFd(efd_);
 }
@@ -38,6 +42,7 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   new (static_cast<char*>(mem) + one) FifoCtrl();
   s->mem.reset(static_cast<char*>(mem));
   conn->viaSocket = true;
+  conn->stagedSends = true;
   conn->fd = fd;
   conn->send.attach(mem, nslots, slotBytes);
   conn->recv.attach(static_cast<char*>(mem) + one, nslots, slotBytes);
@@ -74,9 +79,8 @@ bool Proxy::start(std::string* err, std::function<void()> threadInit) {
   return true;
 }
 
-void Proxy::stop(bool drain) {
+void Proxy::stop() {
   if (!thread_.joinable()) return;
-  drain_.store(drain);
   stop_.store(true);
   uint64_t one = 1;
   ssize_t r = write(efd_, &one, sizeof(one));
@@ -88,7 +92,8 @@ void Proxy::fail(Sock& s, const std::string& what) {
   if (s.failed) return;
   s.failed = true;
   s.readable = s.writable = false;
-  onError_(what + " (peer rank " + std::to_string(s.conn->peer) + ", VT " + std::to_string(s.conn->vt) + ")");
+  onError_(what + " (peer rank " + std::to_string(s.conn->peer) + ", VT " + std::to_string(s.conn->vt) + ", " +
+           s.conn->path + ")");
   bellRing(bell_);
 }
 
@@ -192,21 +197,9 @@ bool Proxy::actionable(const Sock& s) const {
   return false;
 }
 
-bool Proxy::sendsPending() const {
-  for (auto& s : socks_)
-    if (!s->failed && s->conn->send.ctrl->tail.load(std::memory_order_acquire) != s->sendIdx) return true;
-  return false;
-}
-
 void Proxy::run() {
   epoll_event events[64];
-  uint64_t drainDeadline = 0;
-  for (;;) {
-    if (stop_.load()) {
-      if (!drain_.load() || !sendsPending()) return;
-      if (drainDeadline == 0) drainDeadline = nowNs() + kDrainTimeoutNs;
-      if (nowNs() > drainDeadline) return;
-    }
+  while (!stop_.load()) {
     bool moved = false;
     for (auto& s : socks_) {
       moved |= pumpSend(*s);
@@ -218,9 +211,8 @@ void Proxy::run() {
     sleeping_.store(1, std::memory_order_seq_cst);
     bool work = false;
     for (auto& s : socks_) work = work || actionable(*s);
-    // Always ask epoll, even with work pending: it is the only source of "writable again" after EAGAIN
-    // (a drain at stop depends on it).
-    int n = epoll_wait(epfd_, events, 64, work ? 0 : (stop_.load() ? 10 : 100));
+    // Always ask epoll, even with work pending: it is the only source of "writable again" after EAGAIN.
+    int n = epoll_wait(epfd_, events, 64, work ? 0 : 100);
     sleeping_.store(0, std::memory_order_seq_cst);
     for (int i = 0; i < n; i++) {
       auto* s = static_cast<Sock*>(events[i].data.ptr);

@@ -27,8 +27,8 @@ class Proxy {
   void add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes);
   // `threadInit` runs first on the proxy thread (the core pins it near its NICs).
   bool start(std::string* err, std::function<void()> threadInit = nullptr);
-  // Stops the thread; with drain, first waits (bounded) until every published slot left the process.
-  void stop(bool drain);
+  // Stops the thread. The sockets close with the Proxy (after their FIN).
+  void stop();
   bool empty() const { return socks_.empty(); }
 
  private:
@@ -48,7 +48,6 @@ class Proxy {
   bool pumpRecv(Sock& s);
   bool actionable(const Sock& s) const;
   void fail(Sock& s, const std::string& what);
-  bool sendsPending() const;
 
   Bell* bell_;
   ErrorFn onError_;
@@ -57,7 +56,6 @@ class Proxy {
   int efd_ = -1;
   std::atomic<int> sleeping_{0};
   std::atomic<bool> stop_{false};
-  std::atomic<bool> drain_{false};
   std::thread thread_;
 };
 

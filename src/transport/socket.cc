@@ -33,16 +33,16 @@ void SockAddr::setPort(int p) {
   if (ss.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(p);
 }
 
-std::string SockAddr::str() const {
+std::string SockAddr::host() const {
   char buf[INET6_ADDRSTRLEN] = "?";
-  if (ss.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
-    return fmt::format("{}:{}", buf, port());
-  }
-  if (ss.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
-    return fmt::format("[{}]:{}", buf, port());
-  }
+  if (ss.ss_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+  if (ss.ss_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+  return buf;
+}
+
+std::string SockAddr::str() const {
+  if (ss.ss_family == AF_INET) return fmt::format("{}:{}", host(), port());
+  if (ss.ss_family == AF_INET6) return fmt::format("[{}]:{}", host(), port());
   return "?";
 }
 

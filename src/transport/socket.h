@@ -16,7 +16,8 @@ struct SockAddr {
   socklen_t len = 0;
   int port() const;
   void setPort(int port);
-  std::string str() const;  // "ip:port"
+  std::string str() const;   // "ip:port"
+  std::string host() const;  // "ip"
 };
 
 // Parses "ip:port", "[ipv6]:port" or "host:port".
