@@ -1,6 +1,6 @@
-// Failures: a peer SIGKILLed in the middle of a large AllReduce loop (every survivor's call must fail
-// within PRECCL_TIMEOUT + margin, the async error must be set, CommAbort must return), and strangers
-// connecting to the bootstrap root while ranks start (init must still succeed).
+// Failures: a peer SIGKILLed or SIGSTOPped in the middle of a large AllReduce loop (every survivor's call
+// must fail within PRECCL_TIMEOUT + 5 s, naming the edge, the async error must be set, CommAbort must
+// return), and strangers connecting to the bootstrap root while ranks start (init must still succeed).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -20,19 +20,27 @@ using namespace ptest;
 namespace {
 
 constexpr double kTimeoutEnv = 5;     // PRECCL_TIMEOUT in these tests
-constexpr double kDetectLimit = 15;   // seconds from the kill to a survivor's error
+constexpr double kDetectLimit = kTimeoutEnv + 5;  // seconds from the signal to a survivor's error
 
-void killedPeerBody(Rank& r, int victim) {
+// The victim signals itself `sig` in the middle of a large AllReduce loop, not between calls: SIGKILL (it
+// dies; its sockets close) or SIGSTOP (it keeps its sockets and memory but reads nothing). Every
+// survivor's call must fail within kDetectLimit, naming the edge it waited on, and CommAbort return.
+// Shared stamps: [0] when the victim signalled itself, [1] its pid, [2] survivors done.
+void lostPeerBody(Rank& r, int victim, int sig) {
   // One checked call first, so a failure below is not an init problem.
   if (!runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 1031, false, 0, 3})) return;
   const size_t count = (size_t(16) << 20) / 4;
   std::vector<float> a(count, 1.0f), b(count, 0.0f);
   if (r.rank == victim) {
-    // Die at a random-ish point inside the loop, not between calls.
-    std::thread([&r] {
+    __atomic_store_n(&r.shared->stamp[1], int64_t(getpid()), __ATOMIC_RELEASE);
+    // Stopped, it must stay stopped: in a process group of its own, whose parent (the harness) is in
+    // another group of the session. If the harness's group becomes orphaned (its launching shell exits),
+    // the kernel continues that group's stopped members with SIGCONT.
+    if (sig == SIGSTOP) setpgid(0, 0);
+    std::thread([&r, sig] {
       usleep(300 * 1000);
       __atomic_store_n(&r.shared->stamp[0], nowNs(), __ATOMIC_RELEASE);
-      kill(getpid(), SIGKILL);
+      kill(getpid(), sig);
     }).detach();
   }
   const double end = nowSeconds() + 60;
@@ -44,42 +52,52 @@ void killedPeerBody(Rank& r, int victim) {
     ++iters;
   }
   if (r.rank == victim) {
-    r.fail("the victim outlived its kill");
+    r.fail("the victim ran on after its signal");
     return;
   }
-  if (!r.check(res != precclSuccess, "AllReduce kept succeeding for 60 s after the peer was killed")) return;
-  const int64_t killedAt = __atomic_load_n(&r.shared->stamp[0], __ATOMIC_ACQUIRE);
-  const double dt = killedAt ? double(nowNs() - killedAt) * 1e-9 : -1;
-  r.check(killedAt != 0, "AllReduce failed (" + resultName(res) + ") before the peer was killed: " + lastError(r.comm));
-  r.check(dt < kDetectLimit, "the error came " + std::to_string(dt) + " s after the kill (PRECCL_TIMEOUT=5)");
-  r.check(res != precclInProgress, "a blocking AllReduce returned precclInProgress");
-  const char* msg = precclGetLastError(r.comm);
-  r.check(msg && msg[0], "no last-error message after the failed AllReduce");
-  precclResult_t async = precclSuccess;
-  if (r.ok(precclCommGetAsyncError(r.comm, &async), "CommGetAsyncError"))
-    r.check(async != precclSuccess && async != precclInProgress,
-            "CommGetAsyncError reports " + resultName(async) + " after a peer died");
-  // A later call fails quickly too instead of hanging on the dead peer.
-  const double t1 = nowSeconds();
-  precclResult_t again = precclAllReduce(a.data(), b.data(), 1024, precclFloat, precclSum, r.comm, nullptr);
-  r.check(again != precclSuccess, "an AllReduce after the failure succeeded");
-  r.check(nowSeconds() - t1 < kDetectLimit, "an AllReduce after the failure took " + std::to_string(nowSeconds() - t1) + " s");
-  const double t2 = nowSeconds();
-  r.ok(precclCommAbort(r.comm), "CommAbort");
-  r.check(nowSeconds() - t2 < kDetectLimit, "CommAbort took " + std::to_string(nowSeconds() - t2) + " s");
-  r.info("error after " + std::to_string(iters) + " iterations, " + std::to_string(dt) + " s after the kill: " +
-         resultName(res));
-  r.comm = nullptr;  // aborted: the harness must not destroy it
+  const int64_t signalledAt = __atomic_load_n(&r.shared->stamp[0], __ATOMIC_ACQUIRE);
+  const double dt = signalledAt ? double(nowNs() - signalledAt) * 1e-9 : -1;
+  const std::string msg = lastError(r.comm);
+  if (r.check(res != precclSuccess, "AllReduce kept succeeding for 60 s after the peer's signal")) {
+    r.check(signalledAt != 0, "AllReduce failed (" + resultName(res) + ") before the peer's signal: " + msg);
+    r.check(dt < kDetectLimit, "the error came " + std::to_string(dt) + " s after the signal (PRECCL_TIMEOUT=" +
+                                   std::to_string(int(kTimeoutEnv)) + ")");
+    r.check(res != precclInProgress, "a blocking AllReduce returned precclInProgress");
+    // The message names the edge: its peer, its VT and how it travels.
+    r.check(msg.find("rank") != std::string::npos && msg.find("VT") != std::string::npos &&
+                (msg.find("NIC") != std::string::npos || msg.find("shared memory") != std::string::npos),
+            "the error does not name the peer, VT and path: " + msg);
+    precclResult_t async = precclSuccess;
+    if (r.ok(precclCommGetAsyncError(r.comm, &async), "CommGetAsyncError"))
+      r.check(async != precclSuccess && async != precclInProgress,
+              "CommGetAsyncError reports " + resultName(async) + " after the peer's signal");
+    // A later call fails quickly too instead of hanging on the lost peer.
+    const double t1 = nowSeconds();
+    precclResult_t again = precclAllReduce(a.data(), b.data(), 1024, precclFloat, precclSum, r.comm, nullptr);
+    r.check(again != precclSuccess, "an AllReduce after the failure succeeded");
+    r.check(nowSeconds() - t1 < kDetectLimit, "an AllReduce after the failure took " + std::to_string(nowSeconds() - t1) + " s");
+    const double t2 = nowSeconds();
+    r.ok(precclCommAbort(r.comm), "CommAbort");
+    r.check(nowSeconds() - t2 < kDetectLimit, "CommAbort took " + std::to_string(nowSeconds() - t2) + " s");
+    r.info("error after " + std::to_string(iters) + " iterations, " + std::to_string(dt) + " s after the signal: " + msg);
+    r.comm = nullptr;  // aborted: the harness must not destroy it
+  }
+  // The last survivor ends a stopped victim.
+  if (__atomic_add_fetch(&r.shared->stamp[2], 1, __ATOMIC_ACQ_REL) == r.nranks - 1) {
+    const int64_t pid = __atomic_load_n(&r.shared->stamp[1], __ATOMIC_ACQUIRE);
+    if (pid > 0) kill(pid_t(pid), SIGKILL);
+  }
 }
 
-void killedPeer(Transport t, int victim) {
+void lostPeer(Transport t, int victim, int sig) {
   GroupOptions opt;
   opt.env = localEnv(t, 2);
   opt.env.push_back({"PRECCL_TIMEOUT", std::to_string(int(kTimeoutEnv))});
   opt.timeoutSec = 90;  // hard limit: the parent kills everything and the test fails
-  GroupResult g = runGroup(3, opt, [victim](Rank& r) { killedPeerBody(r, victim); });
-  reportToCatch(std::string("killed rank ") + std::to_string(victim) + ", " + transportName(t), g,
-                [victim](int rank) { return rank == victim; });
+  GroupResult g = runGroup(3, opt, [victim, sig](Rank& r) { lostPeerBody(r, victim, sig); });
+  reportToCatch(std::string(sig == SIGKILL ? "killed" : "stopped") + " rank " + std::to_string(victim) + ", " +
+                    transportName(t),
+                g, [victim](int rank) { return rank == victim; });
   CHECK(g.ranks[size_t(victim)].signal == SIGKILL);
 }
 
@@ -208,12 +226,17 @@ void strangers(Transport t) {
 }  // namespace
 
 TEST_CASE("killed peer during AllReduce on shared memory", "[failures][shm]") {
-  killedPeer(Transport::Shm, 2);
-  killedPeer(Transport::Shm, 0);  // the rank that hosted the bootstrap root
+  lostPeer(Transport::Shm, 2, SIGKILL);
+  lostPeer(Transport::Shm, 0, SIGKILL);  // the rank that hosted the bootstrap root
 }
 TEST_CASE("killed peer during AllReduce on sockets", "[failures][socket]") {
-  killedPeer(Transport::Socket, 2);
-  killedPeer(Transport::Socket, 0);
+  lostPeer(Transport::Socket, 2, SIGKILL);
+  lostPeer(Transport::Socket, 0, SIGKILL);
+}
+// A peer that stops reading without dying: only the watchdog can tell (PRECCL_TIMEOUT + 5 s).
+TEST_CASE("stopped peer during AllReduce on sockets and shared memory", "[failures]") {
+  lostPeer(Transport::Socket, 2, SIGSTOP);
+  lostPeer(Transport::Shm, 1, SIGSTOP);
 }
 TEST_CASE("strangers connecting to the bootstrap root", "[failures]") {
   strangers(Transport::Socket);

@@ -216,7 +216,7 @@ struct Exec {
         if (!blocked || !comm->shmPeer[c->peer]) continue;
         const pid_t pid = comm->shmPeer[c->peer]->header()->pid;
         if (processAlive(pid)) continue;
-        err = fmt::format("rank {}: rank {} (pid {}) on this host died", comm->rank, c->peer, pid);
+        err = fmt::format("rank {}: rank {} (pid {}) on this host died (VT {}, {})", comm->rank, c->peer, pid, c->vt, c->path);
         return false;
       }
     }
