@@ -1,7 +1,7 @@
 """Names and addresses of everything a bed creates, all derived from one short prefix.
 
-Deriving every name from the prefix is what lets `testbed.py down --prefix P` clean up a crashed run
-even when its state file is gone: it deletes exactly the names that match the prefix's patterns.
+Deriving every name from the prefix is what lets `python3 perf/testbed down --prefix P` clean up a crashed
+run even when its state file is gone: it deletes exactly the names that match the prefix's patterns.
 """
 import json
 import os

@@ -89,9 +89,9 @@ def teardown(prefix, log=None):
     if pids:
         _signal_all(pids, signal.SIGTERM)
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(alive(p) for p in pids):
             time.sleep(0.05)
-        _signal_all([p for p in pids if _alive(p)], signal.SIGKILL)
+        _signal_all([p for p in pids if alive(p)], signal.SIGKILL)
     # Deleting a veth end deletes its peer; bridges go after their ports, namespaces last.
     for link in sorted(links, key=lambda l: (l.startswith(prefix + "b"), l)):
         sh(["ip", "link", "del", link], log, check=False)
@@ -119,7 +119,7 @@ def _restore_allowed_cc(state, log):
             log.add(["restore", ALLOWED_CC_PATH], 1, str(e))
 
 
-def _alive(pid):
+def alive(pid):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -158,8 +158,8 @@ class Bed:
     def up(self):
         clash = self.clashes()
         if clash:
-            raise BedError(f"prefix {self.prefix}: refusing to start, these names already exist: "
-                           f"{', '.join(clash)} (remove them with `testbed.py down --prefix {self.prefix}`)")
+            raise BedError(f"prefix {self.prefix}: refusing to start, these names already exist: {', '.join(clash)} "
+                           f"(remove them with `python3 perf/testbed down --prefix {self.prefix}`)")
         # State first: from here on a crash leaves a record that `down` can use.
         names.write_state(self.prefix, {"prefix": self.prefix, "hosts": self.hosts, "nics": self.nics,
                                         "pid": os.getpid(), "created": time.time()})

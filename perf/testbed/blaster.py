@@ -1,7 +1,11 @@
 """The other tenant: a bounded TCP or UDP blaster. Runs inside a bed namespace (via `ip netns exec`).
 
-  blaster.py recv --bind IP:PORT --seconds S [--udp]
-  blaster.py send --to IP:PORT --bind IP --bytes N --seconds S [--rate BPS] [--udp]
+  python3 perf/testbed/blaster.py recv --bind IP:PORT --seconds S [--udp]
+  python3 perf/testbed/blaster.py send --to IP:PORT --bind IP --bytes N --seconds S [--rate BPS] [--udp]
+
+A program of its own, not a command of the package (flows.py starts two per flow, as processes in the
+namespaces): it imports nothing from the package, so that a flow's processes start with the standard
+library alone and nothing the bed's own modules do at import can delay or disturb the traffic.
 
 Both ends stop at whichever bound comes first (bytes or seconds), and on SIGTERM, and print one JSON
 line with what they moved. The sender binds the source address of the chosen NIC so the flow stays on

@@ -35,7 +35,8 @@ def summary(before, after):
 
 class Sampler(threading.Thread):
     """Reads /proc/stat every `period` s while a leg runs, so that each call's steal can be told apart
-    (steal_between): a slow call at unchanged shares is then either the links or the hypervisor."""
+    (steal_between): a slow call at unchanged shares is then either the links or the hypervisor. The
+    samples go to the leg's cpu.csv (leg_files)."""
 
     def __init__(self, period=0.5):
         super().__init__(daemon=True)
@@ -58,28 +59,3 @@ def steal_between(samples, t0_unix, t1_unix):
     if not before or not after:
         return None
     return steal(before[-1], after[0])
-
-
-SAMPLE_COLUMNS = ("unix", "total", "idle", "steal")
-
-
-def write_samples(path, samples):
-    with open(path, "w") as f:
-        f.write(",".join(SAMPLE_COLUMNS) + "\n")
-        for s in samples:
-            f.write(f"{s['unix']:.3f},{s['total']},{s['idle']},{s['steal']}\n")
-
-
-def read_samples(path):
-    """write_samples' file; [] when there is none (a run from before it, or a leg that never started)."""
-    try:
-        with open(path) as f:
-            lines = f.read().split("\n")[1:]
-    except (OSError, TypeError):
-        return []
-    out = []
-    for line in lines:
-        p = line.split(",")
-        if len(p) == 4:
-            out.append({"unix": float(p[0]), "total": int(p[1]), "idle": int(p[2]), "steal": int(p[3])})
-    return out

@@ -1,7 +1,7 @@
 """Background flows (the other tenant): one blaster receiver + sender pair per flow, on one rail,
 from one host's namespace to another's. Each is bounded in bytes and seconds by the blaster itself,
-and terminated at flow_stop and at teardown."""
-import json
+and terminated at flow_stop and at teardown. The blaster is a program of its own (blaster.py), started
+inside the namespaces."""
 import os
 import signal
 import subprocess
@@ -9,6 +9,7 @@ import sys
 import time
 
 import bed_names as names
+import leg_files
 
 BLASTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blaster.py")
 BASE_PORT = 40000
@@ -32,7 +33,7 @@ class Flows:
                 args.append("--udp")
         flow = {"event": ev, "procs": {}, "paths": {}, "started": time.monotonic()}
         for role, (host, args) in roles.items():  # receiver first; the sender retries its connect
-            path = os.path.join(self.out_dir, f"flow-{ev.flow}-{role}.out")
+            path = leg_files.flow_output(self.out_dir, ev.flow, role)
             with open(path, "w") as f:
                 flow["procs"][role] = subprocess.Popen(
                     self.bed.exec_argv(host, [sys.executable, BLASTER, *args]),
@@ -74,7 +75,7 @@ class Flows:
             rec = {"from": names.nic_label(ev.host, ev.nic), "to": names.nic_label(ev.to, ev.nic),
                    "proto": ev.proto, "limit_bytes": ev.bytes, "limit_seconds": ev.seconds}
             for role, path in flow["paths"].items():
-                rec[role] = _last_json(path)
+                rec[role] = leg_files.read_flow_output(path)
                 rec[role + "_exit"] = flow["procs"][role].returncode
             # A flow that moved nothing (its blaster refused its arguments, or never connected) did not
             # load the link: the leg must not pass as if it had.
@@ -82,11 +83,3 @@ class Flows:
                 bool((rec.get("send") or {}).get("bytes"))
             out[fid] = rec
         return out
-
-
-def _last_json(path):
-    try:
-        lines = [l for l in open(path).read().splitlines() if l.startswith("{")]
-        return json.loads(lines[-1]) if lines else None
-    except (OSError, ValueError):
-        return None

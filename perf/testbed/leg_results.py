@@ -1,17 +1,15 @@
-"""Numbers of one leg (one system running one collective on the bed) and the scenario's output files:
-results.csv (per size), timeline.csv (per iteration, and the events), vt_share.csv (PReCCL's VTs).
-Each call also gets the hypervisor's steal over it, from the leg's cpu.csv (cpu_use.Sampler), and how busy
-the NICs' transmit sides were, from its nics.csv (nic_use.Sampler; the mean over the NICs and the
-least busy one).
+"""Numbers of one leg (one system running one collective on the bed): per size (results.csv's rows),
+per iteration and event (timeline.csv), PReCCL's VTs (vt_share.csv); leg_files reads the leg's files and
+writes these. Each call also gets the hypervisor's steal over it, from the leg's cpu.csv (cpu_use.Sampler),
+and how busy the NICs' transmit sides were, from its nics.csv (nic_use.Sampler; the mean over the NICs and
+the least busy one).
 
 busbw is in Mbit/s (1e6 bit/s, the unit of the links' rates), from the slowest rank's time per size
 (rank 0's table) and from rank 0's own time per iteration (iter.csv). The per-size figure is the
 in-place one (the natural mode of every system here); the out-of-place one is kept as busbw_oop.
 """
-import csv
-import os
-
 import cpu_use
+import leg_files
 import nic_use
 from capacity import RateTimeline
 from ranks import static_reference
@@ -32,31 +30,13 @@ def mbit(size, time_us, collective, n):
     return None if not time_us else size / time_us * 8 * bus_factor(collective, n)
 
 
-def read_iters(path, launch_unix):
-    """iter.csv rows with t_end / t_start in seconds after the launch of the ranks."""
-    rows = []
-    if not path or not os.path.exists(path) or launch_unix is None:
-        return rows
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            try:
-                t_end = float(r["unix_s"]) - launch_unix
-                us = float(r["time_us"])
-            except (KeyError, TypeError, ValueError):
-                continue  # a row cut short by a killed rank
-            r["t_end"], r["t_start"], r["time_us"] = t_end, t_end - us / 1e6, us
-            r["bytes"], r["iter"] = int(r["bytes"]), int(r["iter"])
-            rows.append(r)
-    return rows
-
-
 def leg_numbers(leg, sc, bed_rates):
     """Fills leg["sizes"], leg["timeline"], leg["vt_share"] from its table, iter.csv and events."""
     coll, n, g = leg["collective"], sc.hosts * sc.ranks_per_host, sc.ranks_per_host
     rt = RateTimeline(sc.hosts, sc.nics, bed_rates, leg.get("events", []), leg.get("flows"))
-    iters = read_iters(leg.get("iter_csv"), leg.get("launch_unix"))
-    samples = cpu_use.read_samples(leg.get("cpu_csv"))
-    labels, nics = nic_use.read_samples(leg.get("nics_csv"))
+    iters = leg_files.leg_iters(leg)
+    samples = leg_files.leg_cpu_samples(leg)
+    labels, nics = leg_files.leg_nic_samples(leg)
     use = lambda spans: nic_use.summarize(nic_use.use_over(labels, nics, rt, leg.get("launch_unix") or 0, spans))
     leg["timeline"], leg["vt_share"], leg["sizes"] = [], [], []
     for r in iters:
@@ -69,14 +49,8 @@ def leg_numbers(leg, sc, bed_rates):
                                 "capacity_limit": _r(cap), "fraction_of_capacity": _r(bw / cap if cap else None),
                                 "steal": None if steal is None else round(steal, 3),
                                 "nic_use": _r(nic_mean, 3), "nic_use_min": _r(nic_min, 3), "event": ""})
-        v = 0
-        while f"vt{v}_share" in r:
-            if r[f"vt{v}_share"] != "":
-                leg["vt_share"].append({"t": round(r["t_end"], 4), "mode": r["mode"], "bytes": r["bytes"],
-                                        "vt": v, "nic": int(r[f"vt{v}_nic"]), "share": float(r[f"vt{v}_share"]),
-                                        "vt_bytes": int(r[f"vt{v}_bytes"]), "stalls": int(r[f"vt{v}_stalls"]),
-                                        "stall_ns": int(r[f"vt{v}_stall_ns"])})
-            v += 1
+        for vt in leg_files.iter_vts(r):
+            leg["vt_share"].append({"t": round(r["t_end"], 4), "mode": r["mode"], "bytes": r["bytes"], **vt})
     for t, text in rt.marks:
         leg["timeline"].append({"t": round(t, 4), "kind": "event", "event": text})
     leg["timeline"].sort(key=lambda x: x["t"])
@@ -110,13 +84,6 @@ def _weighted_cap(rt, coll, g, rows):
 
 def _r(x, digits=4):
     return None if x is None else round(x, digits)
-
-
-RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_static", "capacity_limit",
-                  "fraction_of_capacity", "busbw_oop", "steal", "nic_use", "nic_use_min", "flows_mbit", "ok", "note"]
-TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
-                    "capacity_limit", "fraction_of_capacity", "steal", "nic_use", "nic_use_min", "event"]
-VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
 
 
 def flow_rate_mbit(flow):
@@ -156,22 +123,4 @@ def result_rows(legs):
                          "nic_use_min": s.get("nic_use_min"), "flows_mbit": flows_mbit(l),
                          "ok": l.get("ok", False),
                          "note": note})
-    return rows
-
-
-def write_csv(path, columns, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-
-
-def write_outputs(out_dir, legs):
-    rows = result_rows(legs)
-    write_csv(os.path.join(out_dir, "results.csv"), RESULT_COLUMNS, rows)
-    write_csv(os.path.join(out_dir, "timeline.csv"), TIMELINE_COLUMNS,
-              [{"collective": l["collective"], "system": l["system"], **t} for l in legs for t in l.get("timeline", [])])
-    write_csv(os.path.join(out_dir, "vt_share.csv"), VT_COLUMNS,
-              [{"collective": l["collective"], "system": l["system"], **v} for l in legs for v in l.get("vt_share", [])])
     return rows

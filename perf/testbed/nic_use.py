@@ -8,18 +8,15 @@ link could carry (tbf's rate over the call, link events included). A link that i
 the few per cent tbf lets through above the rate. Another tenant's bytes count too: this is the link's
 use, not the collective's.
 
-As a tool: `nic_use.py OUT_DIR [--collective C] [--system S]` prints every timed call's NIC use per NIC,
-and `--series N` the N-th call's rates in 0.2 s steps (which link idled, and when).
+As a command: `python3 perf/testbed nic-use OUT_DIR [--collective C] [--system S]` prints every timed
+call's NIC use per NIC, and `--series N` the N-th call's rates in 0.2 s steps (which link idled, and when).
 """
-import argparse
 import bisect
-import csv
-import json
-import os
 import sys
 import threading
 import time
 
+import leg_files
 from bed_names import parse_nic_label
 from capacity import RateTimeline, bed_rates
 
@@ -27,7 +24,8 @@ PERIOD_S = 0.1
 
 
 class Sampler(threading.Thread):
-    """Reads {label: sysfs counter path} every `period` s until stop(); a vanished file ends sampling."""
+    """Reads {label: sysfs counter path} every `period` s until stop(); a vanished file ends sampling.
+    The samples go to the leg's nics.csv (leg_files)."""
 
     def __init__(self, paths, period=PERIOD_S):
         super().__init__(daemon=True)
@@ -55,30 +53,6 @@ class Sampler(threading.Thread):
         self._done.set()
         self.join(2)
         self._read()
-
-
-def write_samples(path, labels, samples):
-    with open(path, "w") as f:
-        f.write("unix," + ",".join(labels) + "\n")
-        for t, vals in samples:
-            f.write(f"{t:.3f}," + ",".join(str(v) for v in vals) + "\n")
-
-
-def read_samples(path):
-    """(labels, [(unix, [bytes])]); ([], []) when there is no file (a run from before it)."""
-    try:
-        with open(path) as f:
-            rows = list(csv.reader(f))
-    except (OSError, TypeError):
-        return [], []
-    if not rows:
-        return [], []
-    labels = rows[0][1:]
-    out = []
-    for r in rows[1:]:
-        if len(r) == len(labels) + 1:
-            out.append((float(r[0]), [int(x) for x in r[1:]]))
-    return labels, out
 
 
 def _bytes_at(samples, i, t):
@@ -120,15 +94,16 @@ def summarize(use):
     return sum(use.values()) / len(use), min(use.values())
 
 
-# ---- the tool
+# ---- the command
 
-def _legs(out_dir, collective, system):
-    with open(os.path.join(out_dir, "result.json")) as f:
-        res = json.load(f)
-    for leg in res.get("legs", []):
-        if (collective and leg["collective"] != collective) or (system and leg["system"] != system):
-            continue
-        yield res, leg
+def add_commands(sub):
+    p = sub.add_parser("nic-use", help="every timed call's NIC use per NIC, from a finished run",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("out_dir")
+    p.add_argument("--collective")
+    p.add_argument("--system")
+    p.add_argument("--series", type=int, help="the N-th timed call (0-based): rates in 0.2 s steps")
+    p.set_defaults(fn=main)
 
 
 def _timeline(res, leg):
@@ -136,18 +111,13 @@ def _timeline(res, leg):
     return RateTimeline(bed["hosts"], bed["nics"], bed_rates(bed), leg.get("events", []), leg.get("flows"))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out_dir")
-    ap.add_argument("--collective")
-    ap.add_argument("--system")
-    ap.add_argument("--series", type=int, help="the N-th timed call (0-based): rates in 0.2 s steps")
-    a = ap.parse_args(argv)
-    import leg_results  # here: leg_results imports this module
+def main(a):
     found = False
-    for res, leg in _legs(a.out_dir, a.collective, a.system):
-        labels, samples = read_samples(os.path.join(a.out_dir, leg["dir"], "nics.csv"))
-        calls = leg_results.read_iters(os.path.join(a.out_dir, leg["dir"], "iter.csv"), leg.get("launch_unix"))
+    res = leg_files.load_result(a.out_dir)
+    for leg in leg_files.select_legs(res, a.collective, a.system):
+        d = leg_files.leg_dir(a.out_dir, leg)
+        labels, samples = leg_files.read_nic_samples(leg_files.nics_csv(d))
+        calls = leg_files.read_iters(leg_files.iter_csv(d), leg.get("launch_unix"))
         if not samples or not calls:
             continue
         found = True
@@ -176,7 +146,3 @@ def _series(labels, samples, rt, launch_unix, t_start, t_end, step=0.2):
         use = call_use(labels, samples, rt, launch_unix, t, t + step)
         print(f"   +{t - t_start:6.2f} " + " ".join(f"{use.get(l, float('nan')):8.2f}" for l in labels))
         t += step
-
-
-if __name__ == "__main__":
-    sys.exit(main())

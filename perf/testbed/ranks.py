@@ -18,6 +18,7 @@ import subprocess
 import time
 
 import bed_names as names
+import leg_files
 
 ROOT_PORT = 29500
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,7 +81,7 @@ class Ranks:
         self.nranks = bed.hosts * sc.ranks_per_host
         self.procs = []      # (rank, host, Popen, stdout path, stderr path); OpenMPI: one entry, mpirun
         self.timed_out = False
-        self.iter_csv = os.path.join(out_dir, "iter.csv")
+        self.iter_csv = leg_files.iter_csv(out_dir)
         self.launch_unix = None   # time.time() at the launch: aligns the iteration rows with the events
 
     def env(self, rank):
@@ -104,7 +105,7 @@ class Ranks:
         if self.system == "gloo":
             ifaces = ",".join(names.nic(k) for k in range(self.bed.nics))
             return [self.perf_bin, *peer_args(self.sc), "--rank", str(rank), "--size", str(self.nranks),
-                    "--store", os.path.join(self.out_dir, "gloo-store"), "--ifaces", ifaces,
+                    "--store", leg_files.gloo_store(self.out_dir), "--ifaces", ifaces,
                     "--iter-csv", self.iter_csv]
         if self.system == "openmpi":
             return self._mpirun()
@@ -115,7 +116,7 @@ class Ranks:
                          for h in range(self.bed.hosts))
         rails = ",".join(f"{names.address(0, k).rsplit('.', 1)[0]}.0/24" for k in range(self.bed.nics))
         oob = f"{names.address(0, 0).rsplit('.', 1)[0]}.0/24"
-        agent = os.path.join(self.out_dir, "mpi_rsh_agent.sh")
+        agent = leg_files.rsh_agent(self.out_dir)
         argv = ["mpirun", "--allow-run-as-root", "-np", str(self.nranks), "--host", hosts,
                 "--mca", "plm_rsh_agent", agent, "--mca", "plm_rsh_no_tree_spawn", "1",
                 "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", rails,
@@ -131,11 +132,11 @@ class Ranks:
     def start(self):
         self.launch_unix = time.time()
         if self.system == "gloo":  # FileStore keys of an earlier run would be read as addresses
-            store = os.path.join(self.out_dir, "gloo-store")
+            store = leg_files.gloo_store(self.out_dir)
             shutil.rmtree(store, ignore_errors=True)
             os.makedirs(store)
         if self.system == "openmpi":  # a private, executable copy (the source tree's mode bits may be lost)
-            agent = os.path.join(self.out_dir, "mpi_rsh_agent.sh")
+            agent = leg_files.rsh_agent(self.out_dir)
             shutil.copyfile(RSH_AGENT, agent)
             os.chmod(agent, 0o755)
             launches = [(0, 0)]
@@ -143,8 +144,7 @@ class Ranks:
             launches = [(h * self.sc.ranks_per_host + g, h) for h in range(self.bed.hosts)
                         for g in range(self.sc.ranks_per_host)]
         for rank, h in launches:
-            out = os.path.join(self.out_dir, f"rank{rank}.out" if self.system != "openmpi" else "mpirun.out")
-            err = os.path.join(self.out_dir, f"rank{rank}.err" if self.system != "openmpi" else "mpirun.err")
+            out, err = leg_files.rank_logs(self.out_dir, rank, self.system)
             with open(out, "w") as fo, open(err, "w") as fe:
                 p = subprocess.Popen(self.bed.exec_argv(h, self.command(rank)), stdout=fo, stderr=fe,
                                      env=self.env(rank), stdin=subprocess.DEVNULL)
@@ -179,7 +179,7 @@ class Ranks:
     def summary(self):
         ranks = [{"rank": r, "host": h, "exit": p.returncode, "stdout": os.path.basename(o),
                   "stderr": os.path.basename(e)} for r, h, p, o, e in self.procs]
-        rank0 = open(self.procs[0][3]).read() if self.procs else ""
+        rank0 = leg_files.read_rank_output(self.procs[0][3]) if self.procs else ""
         perf = parse_perf(rank0)
         ok = (bool(self.procs) and not self.timed_out and all(r["exit"] == 0 for r in ranks)
               and perf["rows"] != [] and (not self.sc.check or perf["status"] == "OK"))
@@ -192,10 +192,7 @@ class Ranks:
         for r, _, p, _, e in self.procs:
             if p.returncode in (0, None):
                 continue
-            try:
-                lines = [l.strip() for l in open(e, errors="replace").read().splitlines() if l.strip()]
-            except OSError:
-                lines = []
+            lines = leg_files.log_lines(e)
             status = f"exit {p.returncode}" if p.returncode >= 0 else f"killed by signal {-p.returncode}"
             out.append(f"rank {r}: {status}" + "".join(f" | {l[:300]}" for l in lines[-per_rank:]))
         return out

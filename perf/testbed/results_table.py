@@ -1,25 +1,23 @@
-#!/usr/bin/env python3
 """Merges the results.csv of several finished test-bed runs into one markdown table (docs/results.md):
 one row per (scenario, collective, algorithm), PReCCL static vs preccl (and any other system present),
 the ratio preccl / static, and preccl's fraction of the capacity limit, also relative to what TCP can
 carry through a shaped NIC (`--tcp-ceiling`, the fraction of the link rate one TCP flow reaches on the
 bed; docs/results.md says how it was measured), and, where the runs recorded them, the hypervisor's steal
 during the calls behind each figure, how busy the NICs' transmit sides were during `preccl`'s calls (the
-mean over the NICs and the least busy NIC; nic_use.py), and what the background flows (the other tenant)
+mean over the NICs and the least busy NIC; nic-use), and what the background flows (the other tenant)
 delivered during each leg.
 
-usage: results_table.py [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
+usage: python3 perf/testbed results-table [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
 A scenario may be given several directories (e.g. static and preccl legs from different runs); for a
 (collective, system) present in more than one, the last directory wins.
 """
 import argparse
-import csv
-import os
+
+import leg_files
 
 
 def rows_of(out_dir):
-    with open(os.path.join(out_dir, "results.csv")) as f:
-        return [r for r in csv.DictReader(f) if r.get("busbw")]
+    return [r for r in leg_files.read_results(out_dir) if r.get("busbw")]
 
 
 def split_system(system):
@@ -33,11 +31,15 @@ def split_system(system):
     return rest, "ring"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--tcp-ceiling", type=float, default=0.951)
-    a = ap.parse_args()
+def add_commands(sub):
+    p = sub.add_parser("results-table", help="several runs' results.csv -> one markdown table",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--tcp-ceiling", type=float, default=0.951)
+    p.set_defaults(fn=main)
+
+
+def main(a):
     table = {}      # (scenario, collective, algo) -> {system: row}
     order = []
     for spec in a.runs:
@@ -80,7 +82,3 @@ def main():
             fl = lambda r: f"{float(r['flows_mbit']):.1f}" if r and r.get("flows_mbit") else "-"
             cells.append(f"{fl(st)} / {fl(pr)}")
         print("| " + " | ".join(str(c) for c in cells) + " |")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,20 +1,21 @@
-"""`testbed.py run`: one bed; for every collective of the scenario, every system in turn (a "leg"): ranks +
-the scenario's events (the schedule restarts for every leg), counters and CPU before/after; between legs
-the bed is put back as it was built (rates, links up, no flows). Then results.csv, timeline.csv,
-vt_share.csv, plot.svg and result.json, and the bed is removed.
+"""`python3 perf/testbed run`: one bed; for every collective of the scenario, every system in turn (a
+"leg"): ranks + the scenario's events (the schedule restarts for every leg), counters and CPU
+before/after; between legs the bed is put back as it was built (rates, links up, no flows). Then
+results.csv, timeline.csv, vt_share.csv, plot.svg and result.json (written by leg_files), and the bed is
+removed.
 
 Teardown runs in `finally` with SIGINT/SIGTERM ignored, so Ctrl-C, an error or a failed rank all end
 with the bed removed; result.json records what (if anything) was left behind. A leg that fails (a rank
 exits non-zero, e.g. PReCCL when a NIC fails) is recorded with its error text; the next leg still runs.
 """
 import dataclasses
-import json
 import os
 import signal
 import time
 
 import bed_names as names
 import cpu_use
+import leg_files
 import leg_results
 import nic_use
 import svg_plot
@@ -72,7 +73,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
         dirty = False
         for coll in sc.collectives:
             for system in sc.systems:
-                leg = {"collective": coll, "system": system, "dir": f"{coll}-{system}"}
+                leg = {"collective": coll, "system": system, "dir": leg_files.leg_dir_name(coll, system)}
                 legs.append(leg)
                 if system in PEER_SYSTEMS and coll != "allreduce":
                     leg.update(ok=None, note=f"skipped: the {system} peer benchmark does AllReduce only")
@@ -86,7 +87,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
                 dirty = True
                 say(f"== {coll} / {system}")
                 _run_leg(bed, dataclasses.replace(sc, collective=coll), system, bins,
-                         os.path.join(out_dir, leg["dir"]), leg, say)
+                         leg_files.leg_dir(out_dir, leg), leg, say)
     except KeyboardInterrupt as e:
         result["error"] = "terminated by signal" if isinstance(e, _Terminated) else "interrupted (Ctrl-C)"
     except (BedError, OSError, ValueError) as e:
@@ -106,9 +107,10 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     for leg in legs:
         if "launch_unix" in leg or "perf" in leg:
             leg_results.leg_numbers(leg, sc, built_rates)
-    result["results"] = leg_results.write_outputs(out_dir, legs)
+    result["results"] = leg_results.result_rows(legs)
+    leg_files.write_tables(out_dir, result["results"], legs)
     try:
-        svg_plot.write(os.path.join(out_dir, "plot.svg"), os.path.basename(sc.path), legs)
+        leg_files.write_plot(out_dir, svg_plot.render(os.path.basename(sc.path), legs))
     except (OSError, ValueError, TypeError, KeyError) as e:  # a plot must not cost the numbers
         result["plot_error"] = str(e)
     ran = [l for l in legs if l.get("ok") is not None and not l.get("note")]
@@ -121,10 +123,8 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     result["steal_warn_legs"] = [l["dir"] for l in ran if l.get("cpu", {}).get("steal_warn")]
     result["passed"] = (result["ok"] and result["events_ok"] and not result["error"]
                         and not result["left_behind"])
-    with open(os.path.join(out_dir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.join(out_dir, "bed.log"), "w") as f:
-        f.write("\n".join(bed.log.lines) + "\n")
+    leg_files.write_result(out_dir, result)
+    leg_files.write_bed_log(out_dir, bed.log.lines)
     _report(result, out_dir, say)
     return result
 
@@ -152,7 +152,8 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
     ranks = Ranks(bed, sc, bins["preccl"], leg_dir, system=system, bins=bins)
     flows = Flows(bed, leg_dir)
     events = None
-    leg.update(command=ranks.command(), counters={}, error=None, iter_csv=ranks.iter_csv)
+    leg.update(command=ranks.command(), counters={}, error=None)
+    leg_files.note_iter_csv(leg, leg_dir)
     cpu = cpu_use.Sampler()
     cpu.start()
     nics = nic_use.Sampler(bed.tx_counter_paths())
@@ -188,11 +189,9 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
         flows.kill_all()
         cpu.stop()
         nics.stop()
-        leg["nics_csv"] = os.path.join(leg_dir, "nics.csv")
-        nic_use.write_samples(leg["nics_csv"], nics.labels, nics.samples)
+        leg_files.write_nic_samples(leg, leg_dir, nics.labels, nics.samples)
         leg["cpu"] = cpu_use.summary(cpu.samples[0], cpu.samples[-1])
-        leg["cpu_csv"] = os.path.join(leg_dir, "cpu.csv")
-        cpu_use.write_samples(leg["cpu_csv"], cpu.samples)
+        leg_files.write_cpu_samples(leg, leg_dir, cpu.samples)
         leg["wall_s"] = round(time.monotonic() - t_leg0, 3)
         leg.update(ranks.summary())
         leg["events"] = events.log if events is not None else []
@@ -207,16 +206,14 @@ def _run_leg(bed, sc, system, bins, leg_dir, leg, say):
         leg["events_ok"] = all(e.get("ok", False) for e in leg["events"]) and \
             all(f.get("ok", False) for f in leg["flows"].values())
         leg["passed"] = leg["ok"] and leg["events_ok"] and not leg["error"]
-        with open(os.path.join(leg_dir, "events.log"), "w") as f:
-            for e in leg["events"]:
-                f.write(json.dumps(e) + "\n")
+        leg_files.write_events(leg_dir, leg["events"])
         _report_leg(leg, leg_dir, say)
 
 
 def _report_leg(leg, leg_dir, say):
-    out = os.path.join(leg_dir, "mpirun.out" if leg["system"] == "openmpi" else "rank0.out")
-    if os.path.exists(out):
-        say(open(out, errors="replace").read().rstrip())
+    table = leg_files.rank0_output(leg_dir, leg["system"])
+    if table is not None:
+        say(table.rstrip())
     for label, d in leg.get("delta_ranks", {}).items():
         say(f"# {label}: during ranks tx {d['tx_bytes']} B rx {d['rx_bytes']} B")
     for e in leg["events"]:
@@ -267,10 +264,10 @@ def _report(r, out_dir, say):
             f"({', '.join(r['cpu_warn_legs']) or 'whole run'}); the numbers may measure the CPU, not the network")
     if r["steal_warn_legs"]:
         say(f"# WARNING: the hypervisor took more than {cpu_use.STEAL_WARN * 100:.0f}% of the CPU during "
-            f"{', '.join(r['steal_warn_legs'])}; per-call steal is in timeline.csv")
+            f"{', '.join(r['steal_warn_legs'])}; per-call steal is in {leg_files.TIMELINE_CSV}")
     if r["error"]:
         say(f"# ERROR: {r['error']}")
     if r["left_behind"]:
         say(f"# ERROR: left behind: {', '.join(r['left_behind'])}")
-    say(f"# {'passed' if r['passed'] else 'FAILED'}; result: {os.path.join(out_dir, 'result.json')}, plot.svg, "
-        "results.csv, timeline.csv")
+    say(f"# {'passed' if r['passed'] else 'FAILED'}; result: {leg_files.result_json(out_dir)}, "
+        f"{leg_files.PLOT_SVG}, {leg_files.RESULTS_CSV}, {leg_files.TIMELINE_CSV}")

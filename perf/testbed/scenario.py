@@ -259,6 +259,26 @@ def _parse_run(sc, t):
     t.done()
 
 
+# `run --collectives` / `--systems`: what each entry must be, named as the options' messages say it.
+OPTION_LISTS = {"collectives": (lambda v: v in COLLECTIVES, "a collective"),
+                "systems": (lambda v: v in PEER_SYSTEMS or SYSTEM_RE.match(v) is not None,
+                            "openmpi, gloo or preccl-<policy>")}
+
+
+def option_list(key, text):
+    """`--collectives a,b` / `--systems x,y`: the list, checked like the file's key of that name."""
+    t = _Table(f"--{key}", "option", {key: [x for x in text.split(",") if x]})
+    return _str_list(t, key, None, *OPTION_LISTS[key])
+
+
+def option_nic_rate(hosts, nics, item):
+    """`--rate-of h1.nic0=25mbit` -> ((1, 0), bits/s), the NIC checked against a hosts x nics bed."""
+    label, _, rate = item.partition("=")
+    bps = units.parse_rate(rate)
+    t = _Table("--rate-of", "option", {"rate_of": {label: rate}})
+    return _parse_label(Scenario(path="--rate-of", hosts=hosts, nics=nics), t, f"rate_of.{label}", label), bps
+
+
 def _str_list(t, key, default, valid, want):
     """A non-empty array of distinct strings, each accepted by `valid`."""
     v = t.get(key, "list", default)

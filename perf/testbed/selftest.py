@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The bed's CI test (ctest `testbed`).
 
 1. Scenario parsing (no root needed): good files pass, bad ones fail naming file, key and problem; every
@@ -12,10 +11,9 @@
    - Ctrl-C (SIGINT to the process group) in the middle of a run: the bed is removed all the same.
    - after each: no namespace, veth or bridge with the run's prefix is left (`ip netns list`, `ip link`).
 
-  selftest.py --perf BUILD/perf/preccl-perf [--keep-out DIR]
+  python3 perf/testbed selftest --perf BUILD/perf/preccl-perf [--keep-out DIR]
 """
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -23,17 +21,14 @@ import sys
 import tempfile
 import time
 
+import bed_names as names
+import leg_files
+import selftest_capacity
+import selftest_parse
+from bed_net import ALLOWED_CC_PATH, CC_PATH, owned
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
-sys.path.insert(0, HERE)
-
-import bed_names as names  # noqa: E402
-import nic_use  # noqa: E402
-import selftest_capacity  # noqa: E402
-import selftest_parse  # noqa: E402
-from bed_net import ALLOWED_CC_PATH, CC_PATH, owned  # noqa: E402
-
-TESTBED = [sys.executable, os.path.join(HERE, "testbed.py")]
+TESTBED = [sys.executable, HERE]   # the entry point, as a user runs it
 MiB = 1 << 20
 
 
@@ -91,9 +86,9 @@ def test_run(c, perf, out):
                                   "--perf", perf, "--out", out, "--prefix", prefix],
                        capture_output=True, text=True, timeout=240)
     print(p.stdout + p.stderr)
-    c.expect(p.returncode == 0, f"testbed.py run exits 0 (rc {p.returncode})")
+    c.expect(p.returncode == 0, f"testbed run exits 0 (rc {p.returncode})")
     try:
-        r = json.load(open(os.path.join(out, "result.json")))
+        r = leg_files.load_result(out)
     except (OSError, ValueError) as e:
         c.expect(False, f"result.json readable ({e})")
         return
@@ -137,7 +132,7 @@ def test_run(c, perf, out):
     c.expect(iters and all(t["steal"] is not None and 0 <= t["steal"] <= 1 for t in iters),
              f"every call has its steal in the timeline ({[t['steal'] for t in iters]})")
     # The NICs' transmit counters, sampled from the root namespace, saw what the NICs' own counters saw.
-    labels, samples = nic_use.read_samples(r["legs"][0].get("nics_csv"))
+    labels, samples = leg_files.leg_nic_samples(r["legs"][0])
     i = labels.index("h0.nic0") if "h0.nic0" in labels else None
     sampled = samples[-1][1][i] - samples[0][1][i] if i is not None and samples else 0
     c.expect(sorted(labels) == ["h0.nic0", "h0.nic1", "h1.nic0", "h1.nic1"] and sampled >= d.get("h0.nic0", {}).get("tx_bytes", 1 << 62),
@@ -183,7 +178,7 @@ def test_interrupt(c, perf, out):
     c.expect(p.returncode != 0, f"interrupted run exits non-zero (rc {p.returncode})")
     c.expect(time.monotonic() - t < 20, f"and within 20 s ({time.monotonic() - t:.1f} s)")
     try:
-        r = json.load(open(os.path.join(out, "result.json")))
+        r = leg_files.load_result(out)
         c.expect(r["error"] and "interrupt" in r["error"] and r["left_behind"] == [],
                  f"result.json says interrupted, nothing left ({r['error']})")
     except (OSError, ValueError) as e:
@@ -191,11 +186,15 @@ def test_interrupt(c, perf, out):
     nothing_left(c, prefix)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--perf", required=True, help="path of preccl-perf")
-    ap.add_argument("--keep-out", help="keep run outputs here (default: a temporary directory)")
-    a = ap.parse_args()
+def add_commands(sub):
+    p = sub.add_parser("selftest", help="the bed's CI test (ctest testbed)", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--perf", required=True, help="path of preccl-perf")
+    p.add_argument("--keep-out", help="keep run outputs here (default: a temporary directory)")
+    p.set_defaults(fn=main)
+
+
+def main(a):
     c = Checks()
     fails = selftest_parse.run()
     c.expect(not fails, f"scenario parsing: {len(selftest_parse.CASES)} cases" + "".join("\n    " + f for f in fails))
@@ -221,7 +220,3 @@ def main():
                     subprocess.run(TESTBED + ["down", "--force", "--prefix", state[:-5]], timeout=60)
     print(f"testbed selftest: {'FAILED: ' + '; '.join(c.failed) if c.failed else 'all checks passed'}")
     sys.exit(1 if c.failed else 0)
-
-
-if __name__ == "__main__":
-    main()

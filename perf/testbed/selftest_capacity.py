@@ -1,5 +1,5 @@
-"""Checks the capacity-limit arithmetic (docs/testbed.md) and the NICs' use (nic_use.py) on hand-computed
-cases. Needs no root."""
+"""Checks the capacity-limit arithmetic (docs/testbed.md) and the NICs' use (nic_use) on hand-computed
+cases. Needs no root; `selftest` runs it, `selftest-capacity` alone."""
 import capacity
 import nic_use
 from capacity import RateTimeline
@@ -69,7 +69,13 @@ def run():
     return failures
 
 
-if __name__ == "__main__":
+
+def add_commands(sub):
+    p = sub.add_parser("selftest-capacity", help="the capacity-limit checks of `selftest` alone (no root)")
+    p.set_defaults(fn=main)
+
+
+def main(a):
     fails = run()
     print("\n".join(fails) or "capacity: ok")
-    raise SystemExit(1 if fails else 0)
+    return 1 if fails else 0

@@ -1,5 +1,6 @@
 """Checks that scenario parsing accepts good files and rejects bad ones with a message naming the file,
-the key and the problem. Needs no root; selftest.py runs it first."""
+the key and the problem; also the small parsers of units, steal, flows and `ss`. Needs no root; `selftest`
+runs it first, `selftest-parse` alone."""
 import os
 import tempfile
 
@@ -123,7 +124,7 @@ def run():
     for got, want in ((leg_results.flows_mbit(leg), 28.0), (leg_results.flows_mbit({"flows": {}}), None)):
         if got != want:
             failures.append(f"flows_mbit = {got}, want {want}")
-    # Per-flow counters from ss, and the bed's addresses back to hosts and NICs (tcp_flows.py).
+    # Per-flow counters from ss, and the bed's addresses back to hosts and NICs (tcp_flows).
     ss = ("ESTAB 0 0 198.18.1.3:41119 198.18.1.1:50395\n"
           "\t cubic wscale:10,10 rto:204 rtt:7.555/1.2 mss:1448 cwnd:40 bytes_sent:9 bytes_acked:334488"
           " bytes_received:40 retrans:0/5 rcv_ssthresh:65536\n"
@@ -141,7 +142,13 @@ def run():
     return failures
 
 
-if __name__ == "__main__":
+
+def add_commands(sub):
+    p = sub.add_parser("selftest-parse", help="the scenario parsing checks of `selftest` alone (no root)")
+    p.set_defaults(fn=main)
+
+
+def main(a):
     fails = run()
     print("\n".join(fails) or f"parse: {len(CASES)} cases ok")
-    raise SystemExit(1 if fails else 0)
+    return 1 if fails else 0

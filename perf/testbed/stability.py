@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Reads a finished test-bed run and prints, per PReCCL leg, the two dynamic properties of issue 4:
 
 - steady state: how much the per-VT shares move from one timed iteration to the next (after the first
@@ -11,23 +10,18 @@
   at the event is iteration 0. Only timed iterations count; the benchmark's small syncs and check calls in
   between are CCTs too, so a count in timed iterations is an upper bound on the count in CCTs.
 
-usage: stability.py OUT_DIR [--skip N] [--collective C] [--system S]
+usage: python3 perf/testbed stability OUT_DIR [--skip N] [--collective C] [--system S]
 """
 import argparse
-import csv
-import json
-import os
 import statistics
+
+import leg_files
 
 
 def load(out_dir):
-    with open(os.path.join(out_dir, "result.json")) as f:
-        result = json.load(f)
-    with open(os.path.join(out_dir, "timeline.csv")) as f:
-        timeline = [r for r in csv.DictReader(f) if r["kind"] == "iter" and r["busbw"]]
-    with open(os.path.join(out_dir, "vt_share.csv")) as f:
-        shares = list(csv.DictReader(f))
-    return result, timeline, shares
+    result = leg_files.load_result(out_dir)
+    timeline = [r for r in leg_files.read_timeline(out_dir) if r["kind"] == "iter" and r["busbw"]]
+    return result, timeline, leg_files.read_vt_shares(out_dir)
 
 
 def share_moves(rows, skip):
@@ -65,18 +59,20 @@ def reaction(iters, t_event, t_next):
     return steady, [b for _, _, b in after], settle
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out_dir")
-    ap.add_argument("--skip", type=int, default=3, help="iterations to skip as learning (default 3)")
-    ap.add_argument("--collective")
-    ap.add_argument("--system")
-    a = ap.parse_args()
+def add_commands(sub):
+    p = sub.add_parser("stability", help="per PReCCL leg: share change per iteration, reaction to events",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir")
+    p.add_argument("--skip", type=int, default=3, help="iterations to skip as learning (default 3)")
+    p.add_argument("--collective")
+    p.add_argument("--system")
+    p.set_defaults(fn=main)
+
+
+def main(a):
     result, timeline, shares = load(a.out_dir)
-    for leg in result["legs"]:
+    for leg in leg_files.select_legs(result, a.collective, a.system):
         coll, system = leg["collective"], leg["system"]
-        if a.collective and coll != a.collective or a.system and system != a.system:
-            continue
         if not system.startswith("preccl-"):
             mine_rows = []
         else:
@@ -109,7 +105,3 @@ def main():
             within = "never" if settle is None else f"from iteration {settle}"
             print(f"   event at {t:.1f} s ({label}): new steady state {steady:.1f} Mbit/s (median of the last 3); "
                   f"within 10% and staying {within}; iterations 0..: " + " ".join(f"{b:.1f}" for b in seq))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
-"""plot.svg of a scenario, written with the standard library: per collective, busbw over time of every
+"""plot.svg of a scenario, drawn with the standard library: per collective, busbw over time of every
 system (the capacity limit dashed, the events as labelled vertical lines), then PReCCL's per-VT share of
-the bytes over time."""
+the bytes over time. leg_files writes it."""
 import math
 from xml.sax.saxutils import escape
 
@@ -101,7 +101,8 @@ def _steps(steps, t_max):
     return pts
 
 
-def write(path, scenario_name, legs):
+def render(scenario_name, legs):
+    """The SVG text of the legs' plot."""
     panels, y0 = [], 0
     for coll in dict.fromkeys(l["collective"] for l in legs):
         mine = [l for l in legs if l["collective"] == coll]
@@ -142,6 +143,5 @@ def write(path, scenario_name, legs):
             panels.append(q)
             y0 += H_PANEL
     body = "\n".join(s for p in panels for s in p.out)
-    with open(path, "w") as f:
-        f.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{max(y0, H_PANEL)}" '
-                f'font-family="sans-serif">\n<rect width="100%" height="100%" fill="#fff"/>\n{body}\n</svg>\n')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{max(y0, H_PANEL)}" '
+            f'font-family="sans-serif">\n<rect width="100%" height="100%" fill="#fff"/>\n{body}\n</svg>\n')

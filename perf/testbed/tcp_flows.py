@@ -1,19 +1,19 @@
-#!/usr/bin/env python3
 """Per-TCP-flow rates on the bed, from the kernel's own counters: which flow of a call got how much of a
 link, and whether it was limited by its window or by losses.
 
-`tcp_flows.py sample SECONDS OUT.csv` reads `ss -tin` in every bed namespace every 0.5 s (run it beside
-`testbed.py run`; it enters the namespaces, so root) and writes one row per flow per sample: bytes acked,
-congestion window, retransmissions, smoothed RTT, the receive window threshold. `tcp_flows.py table
-OUT.csv FROM TO` prints each flow's Mbit/s per sample interval between two unix times (a call's start and
-end, from the leg's iter.csv), named hH nN (host, NIC) from the bed's addresses, for flows that moved at
-least 1 MB. Sampling costs a few per cent of a core.
+`python3 perf/testbed tcp-flows sample SECONDS OUT.csv` reads `ss -tin` in every bed namespace every
+0.5 s (run it beside `python3 perf/testbed run`; it enters the namespaces, so root) and writes one row per
+flow per sample: bytes acked, congestion window, retransmissions, smoothed RTT, the receive window
+threshold. `python3 perf/testbed tcp-flows table OUT.csv FROM TO` prints each flow's Mbit/s per sample
+interval between two unix times (a call's start and end, from the leg's iter.csv), named hH nN (host, NIC)
+from the bed's addresses, for flows that moved at least 1 MB. Sampling costs a few per cent of a core.
+OUT.csv is this command's own file, not one of a leg's.
 """
+import argparse
 import collections
 import csv
 import re
 import subprocess
-import sys
 import time
 
 import bed_names
@@ -85,10 +85,16 @@ def table(csv_path, t0, t1):
         print(f"{src}->{dst}  " + " ".join(cells) + f"  | {rt}")
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "sample":
-        sample(float(sys.argv[2]), sys.argv[3])
-    elif len(sys.argv) == 5 and sys.argv[1] == "table":
-        table(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
-    else:
-        sys.exit(__doc__)
+def add_commands(sub):
+    p = sub.add_parser("tcp-flows", help="per-TCP-flow rates on the beds that are up, from `ss -tin`",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = p.add_subparsers(dest="verb", required=True)
+    q = verbs.add_parser("sample", help="every 0.5 s for SECONDS, into OUT.csv (root)")
+    q.add_argument("seconds", type=float)
+    q.add_argument("out")
+    q.set_defaults(fn=lambda a: sample(a.seconds, a.out))
+    q = verbs.add_parser("table", help="each flow's Mbit/s per sample between two unix times")
+    q.add_argument("csv")
+    q.add_argument("t0", type=float, metavar="FROM")
+    q.add_argument("t1", type=float, metavar="TO")
+    q.set_defaults(fn=lambda a: table(a.csv, a.t0, a.t1))

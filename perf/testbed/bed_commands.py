@@ -1,27 +1,30 @@
-#!/usr/bin/env python3
-"""PReCCL multi-host, multi-NIC test bed: H hosts x K NICs as network namespaces (see docs/testbed.md).
+"""The bed's own commands: build a bed, remove it, run a scenario on one, rewrite a finished run's
+outputs, check scenario files (docs/testbed.md, "Commands").
 
-  testbed.py up --hosts 2 --nics 2 --rate 100mbit [--rate-of h1.nic0=25mbit] [--prefix P]
-  testbed.py down --prefix P [--force]
-  testbed.py run --scenario FILE.toml [--build DIR | --perf BIN] [--mpi BIN] [--gloo BIN]
-                 [--collectives a,b] [--systems x,y] [--iters N] [--tcp-cc NAME] [--out DIR] [--prefix P]
-  testbed.py report OUT_DIR
-  testbed.py check-scenario FILE.toml...
+  up --hosts 2 --nics 2 --rate 100mbit [--rate-of h1.nic0=25mbit] [--prefix P]
+  down --prefix P [--force]
+  run --scenario FILE.toml [--build DIR | --perf BIN] [--mpi BIN] [--gloo BIN]
+      [--collectives a,b] [--systems x,y] [--iters N] [--tcp-cc NAME] [--out DIR] [--prefix P]
+  report OUT_DIR
+  check-scenario FILE.toml...
+
+SIGTERM and SIGHUP end these as Ctrl-C does, so that a run removes its bed whichever way it is stopped.
 """
-import argparse
+import functools
 import os
 import signal
 import sys
 import time
 
-sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import bed_names as names  # noqa: E402
-import capacity  # noqa: E402
-import scenario  # noqa: E402
-import units  # noqa: E402
-from bed_net import Bed, BedError, teardown  # noqa: E402
+import bed_names as names
+import capacity
+import leg_files
+import leg_results
+import run_scenario
+import scenario
+import svg_plot
+import units
+from bed_net import Bed, BedError, alive, teardown
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,10 +38,8 @@ def cmd_up(a):
     _need_root()
     rate_of = {}
     for item in a.rate_of:
-        label, _, rate = item.partition("=")
-        t = scenario._Table("--rate-of", "option", {"rate_of": {label: rate}})
-        sc = scenario.Scenario(path="--rate-of", hosts=a.hosts, nics=a.nics)
-        rate_of[scenario._parse_label(sc, t, f"rate_of.{label}", label)] = units.parse_rate(rate)
+        nic, bps = scenario.option_nic_rate(a.hosts, a.nics, item)
+        rate_of[nic] = bps
     prefix = a.prefix or names.new_prefix()
     bed = Bed(prefix, a.hosts, a.nics, units.parse_rate(a.rate), rate_of, tcp_cc=_tcp_cc(a.tcp_cc))
     try:
@@ -57,14 +58,15 @@ def cmd_up(a):
         h, k = (int(x) for x in label[1:].replace("nic", "").split("."))
         print(f"# {label}: netns {names.netns(prefix, h)} dev {names.nic(k)} {names.address(h, k)}/24 "
               f"{units.format_rate(bed.rates[(h, k)])} {s['operstate']}")
-    print(f"# remove with: {sys.argv[0]} down --prefix {prefix}")
+    print(f"# remove with: python3 {sys.argv[0]} down --prefix {prefix}")
 
 
 def cmd_down(a):
     _need_root()
     names.check_prefix(a.prefix)
     st = names.read_state(a.prefix)
-    if st and st.get("pid") and st["pid"] != os.getpid() and _pid_alive(st["pid"]) and not a.force:
+    # A zombie (killed, not yet reaped) counts as gone.
+    if st and st.get("pid") and st["pid"] != os.getpid() and alive(st["pid"]) and not a.force:
         sys.exit(f"testbed: bed {a.prefix} belongs to running process {st['pid']} (it removes the bed when "
                  "it ends); use --force to remove it anyway")
     left = teardown(a.prefix)
@@ -73,13 +75,7 @@ def cmd_down(a):
     print(f"testbed: {a.prefix}: nothing left")
 
 
-def _pid_alive(pid):
-    from bed_net import _alive
-    return _alive(pid)  # a zombie (killed, not yet reaped) counts as gone
-
-
 def cmd_run(a):
-    import run_scenario
     try:
         sc = scenario.load(a.scenario)
     except scenario.ScenarioError as e:
@@ -87,9 +83,8 @@ def cmd_run(a):
     for key in ("collectives", "systems"):  # command-line overrides, checked like the file's keys
         value = getattr(a, key)
         if value is not None:
-            t = scenario._Table(f"--{key}", "option", {key: [x for x in value.split(",") if x]})
             try:
-                setattr(sc, key, scenario._str_list(t, key, None, *_CHECKS[key]))
+                setattr(sc, key, scenario.option_list(key, value))
             except scenario.ScenarioError as e:
                 sys.exit(f"testbed: {e}")
     sc.collective = sc.collectives[0]
@@ -121,37 +116,25 @@ def _tcp_cc(name):
     return name
 
 
-_CHECKS = {"collectives": (lambda v: v in scenario.COLLECTIVES, "a collective"),
-           "systems": (lambda v: v in scenario.PEER_SYSTEMS or scenario.SYSTEM_RE.match(v) is not None,
-                       "openmpi, gloo or preccl-<policy>")}
-
-
 def cmd_report(a):
     """Rewrites results.csv, timeline.csv, vt_share.csv and plot.svg of a finished run from its
     result.json and leg directories (after a change to the formulas or the plot)."""
-    import json
-    import leg_results
-    import svg_plot
-    path = os.path.join(a.out, "result.json")
     try:
-        r = json.load(open(path))
+        r = leg_files.load_result(a.out)
     except (OSError, ValueError) as e:
-        sys.exit(f"testbed: {path}: {e}")
+        sys.exit(f"testbed: {leg_files.result_json(a.out)}: {e}")
     b = r["bed"]
     sc = scenario.Scenario(path=r["scenario"], hosts=b["hosts"], nics=b["nics"], ranks_per_host=b["ranks_per_host"])
     rates = capacity.bed_rates(b)
     for leg in r["legs"]:
-        if leg.get("iter_csv"):  # the run directory may have moved
-            leg["iter_csv"] = os.path.join(a.out, leg["dir"], "iter.csv")
-        if leg.get("nics_csv"):
-            leg["nics_csv"] = os.path.join(a.out, leg["dir"], "nics.csv")
+        leg_files.relocate(leg, a.out)
         if "launch_unix" in leg or "perf" in leg:
             leg_results.leg_numbers(leg, sc, rates)
-    r["results"] = leg_results.write_outputs(a.out, r["legs"])
-    svg_plot.write(os.path.join(a.out, "plot.svg"), os.path.basename(r["scenario"]), r["legs"])
-    with open(path, "w") as f:
-        json.dump(r, f, indent=1)
-    print(open(os.path.join(a.out, "results.csv")).read().rstrip())
+    r["results"] = leg_results.result_rows(r["legs"])
+    leg_files.write_tables(a.out, r["results"], r["legs"])
+    leg_files.write_plot(a.out, svg_plot.render(os.path.basename(r["scenario"]), r["legs"]))
+    leg_files.write_result(a.out, r)
+    print(leg_files.results_text(a.out).rstrip())
 
 
 def cmd_check(a):
@@ -167,9 +150,28 @@ def cmd_check(a):
     sys.exit(1 if bad else 0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
+def _bed_command(fn):
+    """SIGTERM and SIGHUP raise KeyboardInterrupt (the run's teardown then runs as on Ctrl-C); a bed's or a
+    value's error ends the command with its message."""
+    @functools.wraps(fn)
+    def run(a):
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _interrupt)
+        try:
+            fn(a)
+        except (BedError, ValueError) as e:
+            sys.exit(f"testbed: {e}")
+        except KeyboardInterrupt:
+            print("testbed: interrupted", file=sys.stderr)
+            sys.exit(130)
+    return run
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt()
+
+
+def add_commands(sub):
     p = sub.add_parser("up", help="build a bed and leave it up")
     p.add_argument("--hosts", type=int, default=4)
     p.add_argument("--nics", type=int, default=2)
@@ -178,11 +180,11 @@ def main():
     p.add_argument("--tcp-cc", default="cubic", metavar="NAME",
                    help="the hosts' TCP congestion control (default cubic; inherit: the machine's)")
     p.add_argument("--prefix")
-    p.set_defaults(fn=cmd_up)
+    p.set_defaults(fn=_bed_command(cmd_up))
     p = sub.add_parser("down", help="remove everything named after a prefix")
     p.add_argument("--prefix", required=True)
     p.add_argument("--force", action="store_true", help="even if the run that made it is still alive")
-    p.set_defaults(fn=cmd_down)
+    p.set_defaults(fn=_bed_command(cmd_down))
     p = sub.add_parser("run", help="bed up, run ranks and events, collect, bed down")
     p.add_argument("--scenario", required=True)
     p.add_argument("--build", help="build directory holding perf/preccl-perf (default $PRECCL_BUILD or ./build)")
@@ -195,28 +197,10 @@ def main():
     p.add_argument("--iters", type=int, help="overrides the scenario's [run] iters (timed calls per mode and size)")
     p.add_argument("--out", help="output directory (default /tmp/preccl-testbed/<prefix>-<time>)")
     p.add_argument("--prefix")
-    p.set_defaults(fn=cmd_run)
+    p.set_defaults(fn=_bed_command(cmd_run))
     p = sub.add_parser("report", help="rewrite the CSVs and plot.svg of a finished run from its result.json")
     p.add_argument("out", help="the run's --out directory")
-    p.set_defaults(fn=cmd_report)
+    p.set_defaults(fn=_bed_command(cmd_report))
     p = sub.add_parser("check-scenario", help="parse and check scenario files only")
     p.add_argument("files", nargs="+")
-    p.set_defaults(fn=cmd_check)
-    a = ap.parse_args()
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    try:
-        a.fn(a)
-    except (BedError, ValueError) as e:
-        sys.exit(f"testbed: {e}")
-    except KeyboardInterrupt:
-        print("testbed: interrupted", file=sys.stderr)
-        sys.exit(130)
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt()
-
-
-if __name__ == "__main__":
-    main()
+    p.set_defaults(fn=_bed_command(cmd_check))
