@@ -2,7 +2,7 @@
 # Side-by-side AllReduce (float, sum, 4 ranks, one size) of PReCCL and its peers on this machine:
 #   PReCCL   preccl-perf --ranks 4 (shared memory between local ranks)
 #   OpenMPI  MPI_Allreduce with the shared-memory BTL (vader) and with the TCP BTL on loopback
-#   Gloo     AllreduceRingChunked over Gloo's TCP transport on loopback
+#   Gloo     gloo::allreduce's ring (as PyTorch calls it) over Gloo's TCP transport on loopback
 # Every run checks its result element by element; a run that fails or reports wrong values is marked
 # FAILED and makes the script exit 1 (exit 2: all passed, but a binary was missing). Builds nothing: point BUILD at a configured build directory.
 #
@@ -21,9 +21,9 @@ LOGDIR=${LOGDIR:-$(mktemp -d /tmp/compare_allreduce.XXXXXX)}
 mkdir -p "$LOGDIR"
 
 PERF=$BUILD/perf/preccl-perf
-MPI_BIN=$BUILD/perf/perf-mpi-allreduce
-GLOO_BIN=$BUILD/perf/perf-gloo-allreduce
-SIZE_ARGS=(-b "$BYTES" -e "$BYTES" -n "$ITERS" -w "$WARMUP")
+MPI_BIN=$BUILD/perf/perf-mpi
+GLOO_BIN=$BUILD/perf/perf-gloo
+SIZE_ARGS=(-t allreduce -b "$BYTES" -e "$BYTES" -n "$ITERS" -w "$WARMUP")
 # Nothing may leave loopback: the OOB channel and the TCP BTL are both pinned to lo.
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -np "$NP" --mca oob_tcp_if_include lo)
 
@@ -65,7 +65,7 @@ skip() {
 }
 
 if [ -x "$PERF" ]; then
-  run "PReCCL (shm)" "$LOGDIR/preccl.log" "$PERF" --ranks "$NP" -t allreduce -d float -o sum "${SIZE_ARGS[@]}"
+  run "PReCCL (shm)" "$LOGDIR/preccl.log" "$PERF" --ranks "$NP" -d float -o sum "${SIZE_ARGS[@]}"
 else
   skip "PReCCL (shm)" "$PERF"
 fi

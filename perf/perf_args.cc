@@ -11,15 +11,6 @@
 namespace perf {
 namespace {
 
-struct CollEntry {
-  const char* name;
-  Coll coll;
-};
-constexpr CollEntry kColls[] = {
-    {"allreduce", Coll::AllReduce}, {"allgather", Coll::AllGather}, {"reducescatter", Coll::ReduceScatter},
-    {"broadcast", Coll::Broadcast}, {"reduce", Coll::Reduce},       {"alltoall", Coll::AlltoAll},
-    {"gather", Coll::Gather},       {"scatter", Coll::Scatter},     {"sendrecv", Coll::SendRecv},
-};
 constexpr const char* kOps[] = {"sum", "prod", "max", "min", "avg"};
 // Index = precclDataType_t value; spelled as nccl-tests prints them.
 constexpr const char* kTypes[] = {"int8",  "uint8",  "int32",  "uint32",   "int64",  "uint64",
@@ -89,32 +80,6 @@ bool parseType(const char* name, precclDataType_t* out) {
 
 }  // namespace
 
-bool parseBytes(const char* text, size_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || text[0] == '-') return false;
-  unsigned shift = 0;
-  switch (*end) {
-    case '\0': break;
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    default: return false;
-  }
-  if (*end == 'B' || *end == 'b') end++;  // "64MB" is accepted too
-  if (*end != '\0') return false;
-  if (shift && v > (~0ull >> shift)) return false;
-  *out = static_cast<size_t>(v << shift);
-  return true;
-}
-
-const char* collName(Coll c) {
-  for (const auto& e : kColls)
-    if (e.coll == c) return e.name;
-  return "?";
-}
-
 const char* opName(precclRedOp_t op) {
   return (op >= 0 && op < precclNumOps) ? kOps[op] : "?";
 }
@@ -140,13 +105,7 @@ int parseArgs(int argc, char** argv, PerfArgs* out) {
   };
   while ((c = getopt_long(argc, argv, "t:b:e:f:i:n:w:c:o:d:r:z:h", kLong, nullptr)) != -1) {
     switch (c) {
-      case 't': {
-        bool found = false;
-        for (const auto& e : kColls)
-          if (std::strcmp(optarg, e.name) == 0) a.coll = e.coll, found = true;
-        if (!found) return bad("collective", optarg);
-        break;
-      }
+      case 't': if (!parseColl(optarg, &a.coll)) return bad("collective", optarg); break;
       case 'b': if (!parseBytes(optarg, &a.minBytes)) return bad("-b size", optarg); break;
       case 'e': if (!parseBytes(optarg, &a.maxBytes)) return bad("-e size", optarg); break;
       case 'f':

@@ -4,11 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives.h"
 #include "preccl/preccl.h"
 
 namespace perf {
-
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, Gather, Scatter, SendRecv };
 
 struct PerfArgs {
   Coll coll = Coll::AllReduce;
@@ -31,9 +30,6 @@ struct PerfArgs {
 // Parses argv into *out. Returns 0 to run, 1 after printing help (-h), -1 on a bad option (message on
 // stderr).
 int parseArgs(int argc, char** argv, PerfArgs* out);
-// "64M" -> 67108864; K/M/G are powers of 1024 as in nccl-tests. false on a malformed value.
-bool parseBytes(const char* text, size_t* out);
-const char* collName(Coll c);
 const char* opName(precclRedOp_t op);
 const char* typeName(precclDataType_t t);
 

@@ -104,8 +104,8 @@ def cmd_run(a):
     out = a.out or os.path.join("/tmp/preccl-testbed", f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}")
     bins = {"preccl": os.path.abspath(perf)}
     peer_dir = os.path.dirname(bins["preccl"])  # the peers are built next to preccl-perf
-    bins["openmpi"] = os.path.abspath(a.mpi or os.path.join(peer_dir, "perf-mpi-allreduce"))
-    bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo-allreduce"))
+    bins["openmpi"] = os.path.abspath(a.mpi or os.path.join(peer_dir, "perf-mpi"))
+    bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo"))
     r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins)
     sys.exit(0 if r["passed"] else 1)
 
@@ -189,8 +189,8 @@ def add_commands(sub):
     p.add_argument("--scenario", required=True)
     p.add_argument("--build", help="build directory holding perf/preccl-perf (default $PRECCL_BUILD or ./build)")
     p.add_argument("--perf", help="the preccl-perf binary itself (overrides --build)")
-    p.add_argument("--mpi", help="perf-mpi-allreduce (default: next to preccl-perf)")
-    p.add_argument("--gloo", help="perf-gloo-allreduce (default: next to preccl-perf)")
+    p.add_argument("--mpi", help="perf-mpi (default: next to preccl-perf)")
+    p.add_argument("--gloo", help="perf-gloo (default: next to preccl-perf)")
     p.add_argument("--collectives", help="comma-separated; overrides the scenario's [run] collectives")
     p.add_argument("--systems", help="comma-separated; overrides the scenario's [run] systems")
     p.add_argument("--tcp-cc", metavar="NAME", help="overrides the scenario's [bed] tcp_congestion_control")

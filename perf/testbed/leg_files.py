@@ -67,7 +67,7 @@ def rsh_agent(leg_dir):
 
 def rank_logs(leg_dir, rank, system):
     """(stdout, stderr) of a rank; OpenMPI's ranks all write through the one mpirun."""
-    if system == "openmpi":
+    if system.startswith("openmpi"):
         return os.path.join(leg_dir, "mpirun.out"), os.path.join(leg_dir, "mpirun.err")
     return os.path.join(leg_dir, f"rank{rank}.out"), os.path.join(leg_dir, f"rank{rank}.err")
 

@@ -3,11 +3,13 @@
 - PReCCL (`preccl-<policy>`): ranks_per_host `preccl-perf` processes in every host namespace, joined
   through the environment (PRECCL_RANK / PRECCL_NRANKS / PRECCL_ROOT_ADDR), rank 0 hosting the bootstrap
   root on its rail-0 address; PRECCL_POLICY=<policy>, and PRECCL_ALGO=<algo> for `preccl-<policy>-<algo>`.
-- Gloo: `perf-gloo-allreduce --rank r --size n --store DIR --ifaces rail0,rail1,...` in every namespace:
-  one Gloo context per rail (its TCP device binds the rail's address), operations round-robin over them.
-- OpenMPI: one `mpirun` in host 0's namespace (under its own UTS namespace, hostname = the namespace's
-  name); it reaches the other hosts through mpi_rsh_agent.sh (`ip netns exec` + `unshare --uts`). The
-  TCP BTL stripes over every rail subnet; the out-of-band channel stays on rail 0.
+- Gloo (`gloo[-<algorithm>]`): `perf-gloo -t <collective> --rank r --size n --store DIR --ifaces
+  rail0,rail1,...` in every namespace: one Gloo context per rail (its TCP device binds the rail's
+  address), operations round-robin over them.
+- OpenMPI (`openmpi[-<algorithm>]`): one `mpirun ... perf-mpi -t <collective>` in host 0's namespace (under
+  its own UTS namespace, hostname = the namespace's name); it reaches the other hosts through
+  mpi_rsh_agent.sh (`ip netns exec` + `unshare --uts`). The TCP BTL stripes over every rail subnet; the
+  out-of-band channel stays on rail 0. A forced algorithm is coll_tuned's MCA setting (peers.py).
 Every system gets --iter-csv (rank 0 writes one row per timed iteration).
 """
 import os
@@ -19,6 +21,7 @@ import time
 
 import bed_names as names
 import leg_files
+import peers
 
 ROOT_PORT = 29500
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,9 +34,9 @@ def perf_args(sc):
 
 
 def peer_args(sc):
-    """The peers do float-sum AllReduce only: no -t/-d/-o."""
-    return ["-b", str(sc.min_bytes), "-e", str(sc.max_bytes), "-n", str(sc.iters), "-w", str(sc.warmup),
-            "-c", "1" if sc.check else "0"]
+    """The peers measure float sum only: no -d/-o."""
+    return ["-t", sc.collective, "-b", str(sc.min_bytes), "-e", str(sc.max_bytes), "-n", str(sc.iters),
+            "-w", str(sc.warmup), "-c", "1" if sc.check else "0"]
 
 
 def preccl_system(system):
@@ -55,7 +58,7 @@ def static_reference(system):
 
 def system_binary(system, bins):
     """bins: {"preccl": path, "gloo": path, "openmpi": path}."""
-    return bins.get("preccl" if system.startswith("preccl-") else system)
+    return bins.get(peers.kind(system))
 
 
 _HELP_CACHE = {}
@@ -102,12 +105,12 @@ class Ranks:
         if self.system.startswith("preccl-"):
             extra = ["--iter-csv", self.iter_csv] if supports_iter_csv(self.perf_bin) else []
             return [self.perf_bin, *perf_args(self.sc), *extra]
-        if self.system == "gloo":
+        if peers.kind(self.system) == "gloo":
             ifaces = ",".join(names.nic(k) for k in range(self.bed.nics))
-            return [self.perf_bin, *peer_args(self.sc), "--rank", str(rank), "--size", str(self.nranks),
-                    "--store", leg_files.gloo_store(self.out_dir), "--ifaces", ifaces,
+            return [self.perf_bin, *peer_args(self.sc), *peers.gloo_args(self.system), "--rank", str(rank),
+                    "--size", str(self.nranks), "--store", leg_files.gloo_store(self.out_dir), "--ifaces", ifaces,
                     "--iter-csv", self.iter_csv]
-        if self.system == "openmpi":
+        if peers.kind(self.system) == "openmpi":
             return self._mpirun()
         raise ValueError(f"unknown system {self.system!r}")
 
@@ -123,7 +126,7 @@ class Ranks:
                 "--mca", "oob_tcp_if_include", oob, "--bind-to", "none",
                 # All "hosts" share the machine's cores: a rank that spins while it waits would take
                 # the CPU from the kernel that moves the other ranks' packets.
-                "--mca", "mpi_yield_when_idle", "1",
+                "--mca", "mpi_yield_when_idle", "1", *peers.mpi_mca(self.system, self.sc.collective),
                 self.perf_bin, *peer_args(self.sc), "--iter-csv", self.iter_csv]
         # mpirun itself runs in host 0: give it that host's name, so it launches rank 0 locally.
         ns0 = names.netns(self.bed.prefix, 0)
@@ -131,11 +134,11 @@ class Ranks:
 
     def start(self):
         self.launch_unix = time.time()
-        if self.system == "gloo":  # FileStore keys of an earlier run would be read as addresses
+        if peers.kind(self.system) == "gloo":  # FileStore keys of an earlier run would be read as addresses
             store = leg_files.gloo_store(self.out_dir)
             shutil.rmtree(store, ignore_errors=True)
             os.makedirs(store)
-        if self.system == "openmpi":  # a private, executable copy (the source tree's mode bits may be lost)
+        if peers.kind(self.system) == "openmpi":  # a private, executable copy (the source tree's mode bits may be lost)
             agent = leg_files.rsh_agent(self.out_dir)
             shutil.copyfile(RSH_AGENT, agent)
             os.chmod(agent, 0o755)

@@ -18,13 +18,13 @@ import cpu_use
 import leg_files
 import leg_results
 import nic_use
+import peers
 import svg_plot
 import units
 from bed_net import Bed, BedError
 from events import EventRunner
 from flows import Flows
 from ranks import Ranks, system_binary
-from scenario import PEER_SYSTEMS
 
 EVENT_GRACE_S = 15   # how long after its due time the last event may take before the run gives up
 SETTLE_S = 1.0       # between legs: let queues drain and sockets close
@@ -75,8 +75,9 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
             for system in sc.systems:
                 leg = {"collective": coll, "system": system, "dir": leg_files.leg_dir_name(coll, system)}
                 legs.append(leg)
-                if system in PEER_SYSTEMS and coll != "allreduce":
-                    leg.update(ok=None, note=f"skipped: the {system} peer benchmark does AllReduce only")
+                why = peers.skip_reason(system, coll) if peers.is_peer(system) else None
+                if why:
+                    leg.update(ok=None, note=f"skipped: {why}")
                     continue
                 binary = system_binary(system, bins)
                 if not binary or not os.access(binary, os.X_OK):

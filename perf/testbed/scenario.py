@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 import bed_names as names
+import peers
 import units
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
@@ -16,11 +17,18 @@ MAX_EVENT_AT = 3600.0
 MAX_FLOW_SECONDS = 600.0
 MAX_FLOW_BYTES = 1 << 34
 # Systems a scenario can compare: PReCCL with a policy (PRECCL_POLICY=<name>), optionally with an
-# algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO), and the peers.
-PEER_SYSTEMS = ("openmpi", "gloo")        # AllReduce only
+# algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO), and the peers (peers.py).
 DEFAULT_SYSTEMS = ("preccl-static", "openmpi", "gloo")
 TCP_CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")   # a kernel module's name, or "inherit"
 SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?$")
+
+
+SYSTEMS_WANTED = ("preccl-<policy>[-tree|-ring] (e.g. preccl-static), openmpi[-<algorithm>] "
+                  "or gloo[-<allreduce algorithm>]")
+
+
+def valid_system(name):
+    return SYSTEM_RE.match(name) is not None or peers.valid(name)
 
 
 class ScenarioError(ValueError):
@@ -228,9 +236,7 @@ def _parse_run(sc, t):
     if "collective" in t.data and "collectives" in t.data:
         t.fail("collectives", "give either collective or collectives, not both")
     sc.collective = sc.collectives[0]
-    sc.systems = _str_list(t, "systems", list(DEFAULT_SYSTEMS),
-                           lambda v: v in PEER_SYSTEMS or SYSTEM_RE.match(v) is not None,
-                           f"{', '.join(PEER_SYSTEMS)} or preccl-<policy>[-tree|-ring] (e.g. preccl-static)")
+    sc.systems = _str_list(t, "systems", list(DEFAULT_SYSTEMS), valid_system, SYSTEMS_WANTED)
     size = t.size("bytes", None)
     sc.min_bytes = t.size("min_bytes", size if size is not None else sc.min_bytes)
     sc.max_bytes = t.size("max_bytes", size if size is not None else sc.max_bytes)
@@ -261,8 +267,7 @@ def _parse_run(sc, t):
 
 # `run --collectives` / `--systems`: what each entry must be, named as the options' messages say it.
 OPTION_LISTS = {"collectives": (lambda v: v in COLLECTIVES, "a collective"),
-                "systems": (lambda v: v in PEER_SYSTEMS or SYSTEM_RE.match(v) is not None,
-                            "openmpi, gloo or preccl-<policy>")}
+                "systems": (lambda v: valid_system(v), SYSTEMS_WANTED)}
 
 
 def option_list(key, text):

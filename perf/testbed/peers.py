@@ -1,0 +1,86 @@
+"""The peer systems a scenario compares PReCCL with, and how each is told which algorithm to run.
+
+- `openmpi`: OpenMPI's own decision (coll_tuned's fixed rules), as a user gets it.
+- `openmpi-<algorithm>`: coll_tuned's algorithm of that name forced for the leg's collective
+  (`coll_tuned_use_dynamic_rules=1`, `coll_tuned_<collective>_algorithm=<id>`); a collective without an
+  algorithm of that name skips the leg.
+- `gloo`: Gloo as PyTorch calls it (gloo::allreduce's ring, and Gloo's one algorithm of the others).
+- `gloo-<algorithm>`: an AllReduce algorithm of Gloo's (GLOO_ALLREDUCE); other collectives skip the leg.
+"""
+import re
+
+SYSTEM_RE = re.compile(r"^(openmpi|gloo)(-[a-z_]+)?$")
+
+# coll_tuned's algorithm ids (OpenMPI 4.1, `ompi_info --param coll tuned --level 9`), per collective as the
+# bed names it, with the MCA name of its setting. ReduceScatter is MPI_Reduce_scatter (perf-mpi calls it
+# with equal counts): the _block variant has no ring.
+MPI_ALGORITHMS = {
+    "allreduce": ("allreduce", {"basic_linear": 1, "nonoverlapping": 2, "recursive_doubling": 3, "ring": 4,
+                                "segmented_ring": 5, "rabenseifner": 6}),
+    "reducescatter": ("reduce_scatter", {"non_overlapping": 1, "recursive_halving": 2, "ring": 3,
+                                         "butterfly": 4}),
+    "allgather": ("allgather", {"linear": 1, "bruck": 2, "recursive_doubling": 3, "ring": 4, "neighbor": 5,
+                                "two_proc": 6}),
+    "broadcast": ("bcast", {"basic_linear": 1, "chain": 2, "pipeline": 3, "split_binary_tree": 4,
+                            "binary_tree": 5, "binomial": 6, "knomial": 7, "scatter_allgather": 8,
+                            "scatter_allgather_ring": 9}),
+    "reduce": ("reduce", {"linear": 1, "chain": 2, "pipeline": 3, "binary": 4, "binomial": 5,
+                          "in_order_binary": 6, "rabenseifner": 7}),
+    "alltoall": ("alltoall", {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4,
+                              "two_proc": 5}),
+}
+GLOO_ALLREDUCE = ("ring", "ring_chunked", "halving_doubling", "bcube")
+PEER_COLLECTIVES = tuple(MPI_ALGORITHMS)
+
+
+def is_peer(system):
+    return SYSTEM_RE.match(system) is not None
+
+
+def kind(system):
+    """"openmpi" or "gloo" for a peer, "preccl" otherwise: which binary runs the leg."""
+    m = SYSTEM_RE.match(system)
+    return m.group(1) if m else "preccl"
+
+
+def algorithm(system):
+    """The forced algorithm's name, or None for the library's own choice."""
+    m = SYSTEM_RE.match(system)
+    return m.group(2)[1:] if m and m.group(2) else None
+
+
+def valid(system):
+    """A peer name this module knows (the algorithm may still not exist for some collective)."""
+    algo = algorithm(system)
+    if kind(system) == "openmpi":
+        return algo is None or any(algo in names for _, names in MPI_ALGORITHMS.values())
+    if kind(system) == "gloo":
+        return algo is None or algo in GLOO_ALLREDUCE
+    return False
+
+
+def skip_reason(system, collective):
+    """Why this peer cannot run this collective, or None."""
+    if collective not in PEER_COLLECTIVES:
+        return f"the peer benchmarks do {', '.join(PEER_COLLECTIVES)}"
+    algo = algorithm(system)
+    if kind(system) == "openmpi" and algo is not None and algo not in MPI_ALGORITHMS[collective][1]:
+        return f"OpenMPI has no {algo} algorithm for {collective}"
+    if kind(system) == "gloo" and algo is not None and collective != "allreduce":
+        return f"Gloo's {algo} is an AllReduce algorithm"
+    return None
+
+
+def mpi_mca(system, collective):
+    """mpirun's --mca arguments that force the system's algorithm for the collective ([] for `openmpi`)."""
+    algo = algorithm(system)
+    if algo is None:
+        return []
+    setting, ids = MPI_ALGORITHMS[collective]
+    return ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", f"coll_tuned_{setting}_algorithm", str(ids[algo])]
+
+
+def gloo_args(system):
+    """perf-gloo's --algo for the system ([] for `gloo`: PyTorch's ring)."""
+    algo = algorithm(system)
+    return ["--algo", algo] if algo else []
