@@ -3,7 +3,7 @@
   python3 perf/testbed up | down | run | report | check-scenario ...   the bed (bed_commands)
   python3 perf/testbed nic-use OUT_DIR ...                           every call's NIC use per NIC
   python3 perf/testbed stability OUT_DIR ...                         PReCCL's shares and reactions
-  python3 perf/testbed results-table NAME=OUT_DIR ...                several runs, one markdown table
+  python3 perf/testbed results-table LABEL=OUT_DIR ...               several runs, one markdown table
   python3 perf/testbed tcp-flows sample | table ...                  per-TCP-flow rates from `ss`
   python3 perf/testbed selftest --perf BIN                           the CI test (ctest testbed)
   python3 perf/testbed selftest-parse | selftest-capacity            its checks that need no root

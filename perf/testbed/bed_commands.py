@@ -12,7 +12,9 @@ SIGTERM and SIGHUP end these as Ctrl-C does, so that a run removes its bed which
 """
 import functools
 import os
+import shlex
 import signal
+import subprocess
 import sys
 import time
 
@@ -106,8 +108,20 @@ def cmd_run(a):
     peer_dir = os.path.dirname(bins["preccl"])  # the peers are built next to preccl-perf
     bins["openmpi"] = os.path.abspath(a.mpi or os.path.join(peer_dir, "perf-mpi"))
     bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo"))
-    r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins)
+    origin = {"commit": _source_commit(), "command": "python3 perf/testbed " + shlex.join(sys.argv[1:])}
+    r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins, origin=origin)
     sys.exit(0 if r["passed"] else 1)
+
+
+def _source_commit():
+    """The source tree's commit (with -dirty for uncommitted changes), for the results table; the build
+    is taken to be of this tree."""
+    try:
+        p = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty", "--abbrev=7"],
+                           capture_output=True, text=True, timeout=10)
+        return p.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
 
 
 def _tcp_cc(name):

@@ -1,19 +1,25 @@
-"""Merges the results.csv of several finished test-bed runs into one markdown table (docs/results.md):
-one row per (scenario, collective, algorithm), PReCCL static vs preccl (and any other system present),
-the ratio preccl / static, and preccl's fraction of the capacity limit, also relative to what TCP can
-carry through a shaped NIC (`--tcp-ceiling`, the fraction of the link rate one TCP flow reaches on the
-bed; docs/results.md says how it was measured), and, where the runs recorded them, the hypervisor's steal
-during the calls behind each figure, how busy the NICs' transmit sides were during `preccl`'s calls (the
-mean over the NICs and the least busy NIC; nic-use), and what the background flows (the other tenant)
-delivered during each leg.
+"""Merges the results.csv of several finished test-bed runs into one markdown table (docs/results.md).
 
-usage: python3 perf/testbed results-table [--tcp-ceiling 0.951] SCENARIO=OUT_DIR [SCENARIO=OUT_DIR ...]
-A scenario may be given several directories (e.g. static and preccl legs from different runs); for a
+The default table has one row per (scenario, collective, algorithm): PReCCL's `preccl` and `static`
+policies, the best OpenMPI leg and the best Gloo leg of the runs (saying which system that was), the
+capacity limit (and the flat ring's, where several ranks share a host), preccl's fraction of it, the
+ratios preccl / static and preccl / best peer (saying which), and where each figure comes from: the
+commit each run was measured at and the run's label (the commands are listed under the table in
+docs/results.md, and result.json keeps each run's own).
+
+`--detail` gives the lab notebook's columns instead: every system, the fraction of what TCP can carry
+through a shaped NIC (`--tcp-ceiling`), and, where the runs recorded them, the hypervisor's steal, how
+busy the NICs were during `preccl`'s calls (nic-use) and what the background flows delivered.
+
+usage: python3 perf/testbed results-table [--detail [--tcp-ceiling 0.951]] LABEL=OUT_DIR [LABEL=OUT_DIR ...]
+A label may be given several directories (e.g. static and preccl legs from different runs); for a
 (collective, system) present in more than one, the last directory wins.
 """
 import argparse
 
+import capacity
 import leg_files
+import peers
 
 
 def rows_of(out_dir):
@@ -34,23 +40,71 @@ def split_system(system):
 def add_commands(sub):
     p = sub.add_parser("results-table", help="several runs' results.csv -> one markdown table",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+")
+    p.add_argument("runs", nargs="+", metavar="LABEL=OUT_DIR")
+    p.add_argument("--detail", action="store_true", help="the lab notebook's columns")
     p.add_argument("--tcp-ceiling", type=float, default=0.951)
     p.set_defaults(fn=main)
 
 
-def main(a):
-    table = {}      # (scenario, collective, algo) -> {system: row}
-    order = []
-    for spec in a.runs:
-        scenario, out_dir = spec.split("=", 1)
+def collect(specs):
+    """(scenario label, collective, algorithm) -> {system: row}, in first-seen order; each row also gets
+    "_commit" and "_label" (its run's), "_flat_limit" (the flat ring's limit, or None)."""
+    table, order = {}, []
+    for spec in specs:
+        label, out_dir = spec.split("=", 1)
+        result = leg_files.load_result(out_dir)
+        bed = result["bed"]
         for r in rows_of(out_dir):
             system, algo = split_system(r["system"])
-            key = (scenario, r["collective"], algo)
+            key = (label, r["collective"], algo)
             if key not in table:
                 table[key] = {}
                 order.append(key)
+            r["_commit"] = result.get("origin", {}).get("commit", "?")
+            r["_label"] = label
+            # A flat ring (or chain) of g ranks per host sends every byte it moves through the NICs: its
+            # limit is the hosts' bound itself, where a hierarchical algorithm's is that x factor().
+            f = capacity.factor(r["collective"], bed["hosts"], bed["ranks_per_host"])
+            limit = r.get("capacity_limit")
+            r["_flat_limit"] = float(limit) / f if limit and f != 1.0 and r["collective"] != "alltoall" else None
             table[key][system] = r
+    return table, order
+
+
+def best_of(v, kind):
+    """The fastest leg among the systems of one peer kind ("openmpi", "gloo"): (system, row) or None."""
+    legs = [(s, r) for s, r in v.items() if peers.is_peer(s) and peers.kind(s) == kind]
+    return max(legs, key=lambda sr: float(sr[1]["busbw"]), default=None)
+
+
+def current_table(table, order):
+    head = ["scenario", "collective", "preccl", "static", "preccl / static", "best OpenMPI", "best Gloo",
+            "preccl / best peer", "limit (flat ring)", "preccl of limit", "commit"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    mbit = lambda r: f"{float(r['busbw']):.1f}" if r else "-"
+    for key in order:
+        v = table[key]
+        st, pr = v.get("static"), v.get("preccl")
+        mpi, gloo = best_of(v, "openmpi"), best_of(v, "gloo")
+        peer = max((p for p in (mpi, gloo) if p), key=lambda sr: float(sr[1]["busbw"]), default=None)
+        named = lambda p: f"{mbit(p[1])} ({p[0]})" if p else "-"
+        ratio = lambda a, b: f"{float(a['busbw']) / float(b['busbw']):.2f}x" if a and b else "-"
+        any_row = pr or st or next(iter(v.values()))
+        limit = any_row.get("capacity_limit")
+        limit_cell = f"{float(limit):.1f}" if limit else "-"
+        if any_row.get("_flat_limit"):
+            limit_cell += f" ({any_row['_flat_limit']:.1f})"
+        frac = f"{float(pr['fraction_of_capacity']):.2f}" if pr and pr.get("fraction_of_capacity") else "-"
+        versus = f"{ratio(pr, peer[1])} ({peer[0]})" if peer and pr else "-"
+        commits = sorted({r["_commit"] for r in v.values()})
+        collective = key[1] + (" (tree)" if key[2] == "tree" else "")
+        cells = [key[0], collective, mbit(pr), mbit(st), ratio(pr, st), named(mpi), named(gloo), versus,
+                 limit_cell, frac, ", ".join(commits)]
+        print("| " + " | ".join(cells) + " |")
+
+
+def detail_table(table, order, tcp_ceiling):
     others = sorted({s for v in table.values() for s in v} - {"static", "preccl"})
     # The hypervisor's steal during each figure's calls (runs since the bed sampled it; docs/testbed.md).
     has_steal = any(r.get("steal") for v in table.values() for r in v.values())
@@ -70,7 +124,7 @@ def main(a):
         limit = (pr or st or {}).get("capacity_limit")
         limit = f"{float(limit):.1f}" if limit else "-"
         frac = f"{float(pr['fraction_of_capacity']):.2f}" if pr and pr.get("fraction_of_capacity") else "-"
-        tcp = f"{float(pr['fraction_of_capacity']) / a.tcp_ceiling:.2f}" if frac != "-" else "-"
+        tcp = f"{float(pr['fraction_of_capacity']) / tcp_ceiling:.2f}" if frac != "-" else "-"
         cells = [key[0], key[1], key[2], f(st), f(pr), ratio, limit, frac, tcp] + [f(v.get(o)) for o in others]
         if has_steal:
             pc = lambda r: f"{float(r['steal']) * 100:.0f} %" if r and r.get("steal") else "-"
@@ -82,3 +136,11 @@ def main(a):
             fl = lambda r: f"{float(r['flows_mbit']):.1f}" if r and r.get("flows_mbit") else "-"
             cells.append(f"{fl(st)} / {fl(pr)}")
         print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
+def main(a):
+    table, order = collect(a.runs)
+    if a.detail:
+        detail_table(table, order, a.tcp_ceiling)
+    else:
+        current_table(table, order)

@@ -47,8 +47,9 @@ def _delta(a, b):
                     "rx_bytes": b[label]["rx_bytes"] - a[label]["rx_bytes"]} for label in a if label in b}
 
 
-def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
-    """bins: {"preccl", "openmpi", "gloo"} -> binary; perf_bin is the PReCCL one."""
+def run(sc, perf_bin, out_dir, prefix, say=print, bins=None, origin=None):
+    """bins: {"preccl", "openmpi", "gloo"} -> binary; perf_bin is the PReCCL one. origin: the source's
+    commit and the command line, recorded for the results table."""
     os.makedirs(out_dir, exist_ok=True)
     bins = dict(bins or {})
     bins.setdefault("preccl", perf_bin)
@@ -57,7 +58,8 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None):
     result = {"prefix": prefix, "scenario": os.path.abspath(sc.path), "out_dir": os.path.abspath(out_dir),
               "bed": {"hosts": sc.hosts, "nics": sc.nics, "ranks_per_host": sc.ranks_per_host,
                       "rates": {names.nic_label(h, k): units.format_rate(r) for (h, k), r in bed.rates.items()}},
-              "collectives": sc.collectives, "systems": sc.systems, "error": None, "legs": []}
+              "collectives": sc.collectives, "systems": sc.systems, "origin": origin or {}, "error": None,
+              "legs": []}
     legs = result["legs"]
     old = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
     cpu0 = cpu_use.read()
