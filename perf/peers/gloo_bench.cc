@@ -1,7 +1,9 @@
 // perf-gloo: Gloo's collectives (float, sum) over its TCP transport, measured and printed like preccl-perf
 // / nccl-tests, as the Gloo reference point of the bed and of perf/compare_allreduce.sh. Ranks rendezvous
 // through a gloo::rendezvous::FileStore directory. With --ifaces a,b one context per interface is built
-// and successive calls go round-robin over them, as PyTorch's Gloo backend does.
+// and successive calls go round-robin over them, as PyTorch's Gloo backend runs single collectives: one
+// NIC per call. --concurrent runs every AllReduce, Broadcast and Reduce as one operation per context on
+// its share of the buffer, at once, as DDP's concurrent bucket all-reduces spread over the devices.
 //
 // What runs: gloo::allreduce (ring, as PyTorch calls it) unless --algo picks ring_chunked,
 // halving_doubling or bcube; ReduceScatterHalvingDoubling (Gloo's only reduce-scatter); gloo::allgather,
@@ -24,6 +26,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -54,6 +57,7 @@ constexpr const char* kAlgoNames[] = {"ring", "ring_chunked", "halving_doubling"
 struct Opts {
   peer::Opts common;
   Algo algo = Algo::Ring;
+  bool concurrent = false;   // --concurrent: every call as one operation per context, at once
   int ranks = 0;             // --ranks N: start N local processes
   int rank = -1, size = -1;  // --rank/--size: this process is one rank of a job
   std::string store;         // FileStore directory
@@ -73,13 +77,14 @@ std::vector<std::string> splitComma(const std::string& s) {
 }
 
 bool parseOpts(int argc, char** argv, Opts* o) {
-  enum { kRanks = peer::kIterCsvOption + 1, kRank, kSize, kStore, kIfaces, kAlgo };
+  enum { kRanks = peer::kIterCsvOption + 1, kRank, kSize, kStore, kIfaces, kAlgo, kConcurrent };
   static const option kLong[] = {{"ranks", required_argument, nullptr, kRanks},
                                  {"rank", required_argument, nullptr, kRank},
                                  {"size", required_argument, nullptr, kSize},
                                  {"store", required_argument, nullptr, kStore},
                                  {"ifaces", required_argument, nullptr, kIfaces},
                                  {"algo", required_argument, nullptr, kAlgo},
+                                 {"concurrent", no_argument, nullptr, kConcurrent},
                                  {"iter-csv", required_argument, nullptr, peer::kIterCsvOption},
                                  {nullptr, 0, nullptr, 0}};
   int c;
@@ -93,6 +98,7 @@ bool parseOpts(int argc, char** argv, Opts* o) {
       case kSize: o->size = std::atoi(optarg); break;
       case kStore: o->store = optarg; break;
       case kIfaces: o->ifaces = splitComma(optarg); if (o->ifaces.empty()) return false; break;
+      case kConcurrent: o->concurrent = true; break;
       case kAlgo: {
         auto* it = std::find_if(std::begin(kAlgoNames), std::end(kAlgoNames),
                                 [](const char* n) { return std::strcmp(n, optarg) == 0; });
@@ -113,6 +119,7 @@ bool parseOpts(int argc, char** argv, Opts* o) {
 void usage(const char* prog) {
   std::fprintf(stderr,
                "usage: %s [options] [--algo ring|ring_chunked|halving_doubling|bcube] [--ifaces lo[,if2...]]\n"
+               "          [--concurrent]   AllReduce, Broadcast, Reduce: one operation per interface, at once\n"
                "          [--ranks N [--store DIR]] | [--rank R --size S --store DIR]\n%s",
                prog, peer::commonUsage());
 }
@@ -126,15 +133,50 @@ void sumFloats(void* out, const void* a, const void* b, size_t n) {
 
 class GlooComm : public peer::PeerComm {
  public:
-  GlooComm(std::vector<std::shared_ptr<gloo::Context>> ctxs, Algo algo) : ctxs_(std::move(ctxs)), algo_(algo) {}
+  GlooComm(std::vector<std::shared_ptr<gloo::Context>> ctxs, Algo algo, bool concurrent)
+      : ctxs_(std::move(ctxs)), algo_(algo), concurrent_(concurrent) {}
 
   void run(peer::Coll c, const float* send, float* recv, size_t count, int root, bool inPlace) override {
-    const auto& ctx = ctxs_[next_];
+    if (concurrent_ && splittable(c) && ctxs_.size() > 1) {
+      // One operation per context on its share of the buffer, all at once, as DDP's concurrent bucket
+      // all-reduces spread over PyTorch's Gloo devices: every NIC works on every call.
+      std::vector<std::thread> threads;
+      const size_t k = ctxs_.size();
+      for (size_t i = 0; i < k; i++) {
+        const size_t off = count / k * i + std::min(i, count % k), len = count / k + (i < count % k ? 1 : 0);
+        const uint32_t tag = nextTag_++;
+        auto part = [=, this] { runOn(ctxs_[i], tag, c, send + off, recv + off, len, root, inPlace); };
+        if (i + 1 < k) threads.emplace_back(part);
+        else part();
+      }
+      for (auto& t : threads) t.join();
+      return;
+    }
+    // Otherwise calls go round-robin over the contexts, one context (one NIC) per call, as PyTorch's
+    // Gloo backend runs a single collective.
+    const size_t at = next_;
     next_ = (next_ + 1) % ctxs_.size();
-    // A rank that finished a call may start the next ones while a peer still works on it (a Reduce's
-    // leaves): every call gets its own tag, as PyTorch's Gloo backend gives it, so that their messages
-    // never meet.
-    const uint32_t tag = nextTag_++;
+    runOn(ctxs_[at], nextTag_++, c, send, recv, count, root, inPlace);
+  }
+
+  // The collectives whose elements are independent, so that a call splits into contiguous parts.
+  static bool splittable(peer::Coll c) {
+    return c == peer::Coll::AllReduce || c == peer::Coll::Broadcast || c == peer::Coll::Reduce;
+  }
+
+  int64_t allReduceI64(int64_t v, bool max) override {
+    gloo::AllreduceRing<int64_t> ar(ctxs_[0], {&v}, 1,
+                                   max ? gloo::ReductionFunction<int64_t>::max : gloo::ReductionFunction<int64_t>::sum);
+    ar.run();
+    return v;
+  }
+
+ private:
+  // One operation on one context. A rank that finished a call may start the next ones while a peer
+  // still works on it (a Reduce's leaves): every operation has its own tag, as PyTorch's Gloo backend
+  // gives it, so that their messages never meet.
+  void runOn(const std::shared_ptr<gloo::Context>& ctx, uint32_t tag, peer::Coll c, const float* send, float* recv,
+             size_t count, int root, bool inPlace) {
     const int n = ctx->size, me = ctx->rank;
     float* in = const_cast<float*>(send);
     switch (c) {
@@ -210,16 +252,9 @@ class GlooComm : public peer::PeerComm {
     }
   }
 
-  int64_t allReduceI64(int64_t v, bool max) override {
-    gloo::AllreduceRing<int64_t> ar(ctxs_[0], {&v}, 1,
-                                   max ? gloo::ReductionFunction<int64_t>::max : gloo::ReductionFunction<int64_t>::sum);
-    ar.run();
-    return v;
-  }
-
- private:
   // The classic algorithm objects are bound to a buffer at construction: one per (context, buffer, count).
   gloo::Algorithm& bound(const std::shared_ptr<gloo::Context>& ctx, float* buf, size_t count) {
+    std::lock_guard<std::mutex> lock(classicMutex_);  // concurrent parts look up their own
     auto key = std::make_tuple(ctx.get(), buf, count);
     auto it = classic_.find(key);
     if (it != classic_.end()) return *it->second;
@@ -232,8 +267,10 @@ class GlooComm : public peer::PeerComm {
 
   std::vector<std::shared_ptr<gloo::Context>> ctxs_;
   Algo algo_;
+  bool concurrent_;
   size_t next_ = 0;  // round-robin position over the contexts
   uint32_t nextTag_ = 0;
+  std::mutex classicMutex_;
   std::vector<float> scratch_;
   std::map<std::tuple<gloo::Context*, float*, size_t>, std::unique_ptr<gloo::Algorithm>> classic_;
 };
@@ -257,8 +294,9 @@ int runRank(const Opts& o, int rank, int nranks) {
                       (o.common.coll == peer::Coll::AllReduce ? kAlgoNames[int(o.algo)] : "default") + ", tcp, " +
                       std::to_string(ctxs.size()) + " context(s): ";
   for (size_t k = 0; k < o.ifaces.size(); k++) title += (k ? "," : "") + o.ifaces[k];
+  if (o.concurrent && GlooComm::splittable(o.common.coll)) title += "; one part per context at once";
   title += copies ? "; a copy where Gloo lacks the placement)" : ")";
-  GlooComm comm(std::move(ctxs), o.algo);
+  GlooComm comm(std::move(ctxs), o.algo, o.concurrent);
   return peer::runSizes(o.common, rank, nranks, comm, title);
 }
 

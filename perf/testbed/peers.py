@@ -4,12 +4,17 @@
 - `openmpi-<algorithm>`: coll_tuned's algorithm of that name forced for the leg's collective
   (`coll_tuned_use_dynamic_rules=1`, `coll_tuned_<collective>_algorithm=<id>`); a collective without an
   algorithm of that name skips the leg.
-- `gloo`: Gloo as PyTorch calls it (gloo::allreduce's ring, and Gloo's one algorithm of the others).
+- `gloo`: Gloo as PyTorch runs one collective (gloo::allreduce's ring, and Gloo's one algorithm of the
+  others), on one of its contexts (one NIC) per call, round-robin.
 - `gloo-<algorithm>`: an AllReduce algorithm of Gloo's (GLOO_ALLREDUCE); other collectives skip the leg.
+- `gloo[-<algorithm>]-concurrent`: every AllReduce, Broadcast and Reduce as one operation per context
+  (one per NIC) on its share of the buffer, at once, as DDP's concurrent buckets use PyTorch's devices;
+  the other collectives skip the leg.
 """
 import re
 
-SYSTEM_RE = re.compile(r"^(openmpi|gloo)(-[a-z_]+)?$")
+SYSTEM_RE = re.compile(r"^(openmpi|gloo)(-[a-z_]+)?(-[a-z_]+)?$")
+CONCURRENT = "-concurrent"
 
 # coll_tuned's algorithm ids (OpenMPI 4.1, `ompi_info --param coll tuned --level 9`), per collective as the
 # bed names it, with the MCA name of its setting. ReduceScatter is MPI_Reduce_scatter (perf-mpi calls it
@@ -30,30 +35,50 @@ MPI_ALGORITHMS = {
                               "two_proc": 5}),
 }
 GLOO_ALLREDUCE = ("ring", "ring_chunked", "halving_doubling", "bcube")
+GLOO_SPLITTABLE = ("allreduce", "broadcast", "reduce")  # elements independent: a call splits into parts
 PEER_COLLECTIVES = tuple(MPI_ALGORITHMS)
 
 
 def is_peer(system):
-    return SYSTEM_RE.match(system) is not None
+    return _parts(system) is not None
 
 
 def kind(system):
     """"openmpi" or "gloo" for a peer, "preccl" otherwise: which binary runs the leg."""
+    p = _parts(system)
+    return p[0] if p else "preccl"
+
+
+def _parts(system):
+    """(kind, algorithm or None, concurrent) of a peer's name; None when it is not one."""
     m = SYSTEM_RE.match(system)
-    return m.group(1) if m else "preccl"
+    if not m:
+        return None
+    rest = (m.group(2) or "") + (m.group(3) or "")
+    conc = rest.endswith(CONCURRENT)
+    if conc:
+        rest = rest[:-len(CONCURRENT)]
+    if "-" in rest[1:]:
+        return None
+    return m.group(1), rest[1:] or None, conc
 
 
 def algorithm(system):
     """The forced algorithm's name, or None for the library's own choice."""
-    m = SYSTEM_RE.match(system)
-    return m.group(2)[1:] if m and m.group(2) else None
+    p = _parts(system)
+    return p[1] if p else None
+
+
+def concurrent(system):
+    p = _parts(system)
+    return bool(p and p[2])
 
 
 def valid(system):
     """A peer name this module knows (the algorithm may still not exist for some collective)."""
     algo = algorithm(system)
     if kind(system) == "openmpi":
-        return algo is None or any(algo in names for _, names in MPI_ALGORITHMS.values())
+        return not concurrent(system) and (algo is None or any(algo in names for _, names in MPI_ALGORITHMS.values()))
     if kind(system) == "gloo":
         return algo is None or algo in GLOO_ALLREDUCE
     return False
@@ -68,6 +93,8 @@ def skip_reason(system, collective):
         return f"OpenMPI has no {algo} algorithm for {collective}"
     if kind(system) == "gloo" and algo is not None and collective != "allreduce":
         return f"Gloo's {algo} is an AllReduce algorithm"
+    if concurrent(system) and collective not in GLOO_SPLITTABLE:
+        return f"a {collective} does not split into concurrent parts"
     return None
 
 
@@ -81,6 +108,6 @@ def mpi_mca(system, collective):
 
 
 def gloo_args(system):
-    """perf-gloo's --algo for the system ([] for `gloo`: PyTorch's ring)."""
+    """perf-gloo's --algo and --concurrent for the system ([] for `gloo`: PyTorch's ring, one NIC a call)."""
     algo = algorithm(system)
-    return ["--algo", algo] if algo else []
+    return (["--algo", algo] if algo else []) + (["--concurrent"] if concurrent(system) else [])

@@ -67,9 +67,11 @@ CASES = [
     ('[run]\nsystems = "gloo"\n', ["[run] key 'systems'", "want an array"]),
     ('[run]\nsystems = ["nccl"]\n', ["[run] key 'systems'", "'nccl'", "preccl-<policy>"]),
     ('[run]\nsystems = ["gloo", "gloo"]\n', ["[run] key 'systems'", "twice"]),
-    ('[run]\nsystems = ["openmpi", "openmpi-ring", "openmpi-pipeline", "gloo-ring_chunked", "gloo-bcube"]\n', None),
+    ('[run]\nsystems = ["openmpi", "openmpi-ring", "openmpi-pipeline", "gloo-ring_chunked", "gloo-bcube",'
+     ' "gloo-concurrent", "gloo-ring_chunked-concurrent"]\n', None),
+    ('[run]\nsystems = ["openmpi-ring-concurrent"]\n', ["[run] key 'systems'", "'openmpi-ring-concurrent'"]),
     ('[run]\nsystems = ["openmpi-fastest"]\n', ["[run] key 'systems'", "'openmpi-fastest'", "openmpi[-<algorithm>]"]),
-    ('[run]\nsystems = ["gloo-pipeline"]\n', ["[run] key 'systems'", "'gloo-pipeline'", "gloo[-<allreduce algorithm>]"]),
+    ('[run]\nsystems = ["gloo-pipeline"]\n', ["[run] key 'systems'", "'gloo-pipeline'", "gloo[-<allreduce algorithm>][-concurrent]"]),
     ('event = 3\n', ["key 'event'", "array of tables"]),
     ('[bed\nhosts = 2\n', ["not valid TOML"]),
 ]
