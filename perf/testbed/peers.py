@@ -10,6 +10,9 @@
 - `gloo[-<algorithm>]-concurrent`: every AllReduce, Broadcast and Reduce as one operation per context
   (one per NIC) on its share of the buffer, at once, as DDP's concurrent buckets use PyTorch's devices;
   the other collectives skip the leg.
+- `openmpi-best`, `gloo-best`: per collective, the peer's fastest system on the bed (BEST, measured with
+  perf/peer_algorithms.sh: docs/results.md, "Peers at their best"). A leg runs, and is recorded, under the
+  name it resolves to, so every result names the algorithm that produced it.
 """
 import re
 
@@ -34,9 +37,36 @@ MPI_ALGORITHMS = {
     "alltoall": ("alltoall", {"linear": 1, "pairwise": 2, "modified_bruck": 3, "linear_sync": 4,
                               "two_proc": 5}),
 }
+# Forced, coll_tuned's segmented algorithms run with a segment size of 0, i.e. unsegmented: a chain or a
+# tree then forwards the whole message hop by hop (a 4-host chain Broadcast ran at a third of the links,
+# 51 Mbit/s of 160, whatever the algorithm). They get this segment size instead, as OpenMPI's own
+# decisions give segmented algorithms for large messages: at 80 Mbit/s a segment is 13 ms.
+SEGMENTED = {"allreduce": ("segmented_ring",),
+             "broadcast": ("chain", "pipeline", "split_binary_tree", "binary_tree", "binomial", "knomial"),
+             "reduce": ("chain", "pipeline", "binary", "binomial", "in_order_binary")}
+SEGMENT_BYTES = 128 << 10
 GLOO_ALLREDUCE = ("ring", "ring_chunked", "halving_doubling", "bcube")
 GLOO_SPLITTABLE = ("allreduce", "broadcast", "reduce")  # elements independent: a call splits into parts
 PEER_COLLECTIVES = tuple(MPI_ALGORITHMS)
+BEST_ALIAS = "best"
+# What `<peer>-best` runs per collective: the fastest system of perf/peer_algorithms.sh on balanced links,
+# 64 MiB (docs/results.md, "Peers at their best"). A collective missing here runs the peer's own choice.
+BEST = {
+    "openmpi": {"allreduce": "openmpi-ring", "reducescatter": "openmpi-recursive_halving",
+                "allgather": "openmpi-ring", "broadcast": "openmpi-pipeline", "reduce": "openmpi-pipeline",
+                "alltoall": "openmpi-pairwise"},
+    # One Gloo call runs on one context, one NIC; split over every context at once it uses them all.
+    "gloo": {"allreduce": "gloo-ring_chunked-concurrent", "broadcast": "gloo-concurrent",
+             "reduce": "gloo-concurrent"},
+}
+
+
+def resolve(system, collective):
+    """The system a leg of this collective runs: `<peer>-best` becomes that peer's BEST entry."""
+    p = _parts(system)
+    if not p or p[1] != BEST_ALIAS or p[2]:
+        return system
+    return BEST[p[0]].get(collective, p[0])
 
 
 def is_peer(system):
@@ -77,6 +107,8 @@ def concurrent(system):
 def valid(system):
     """A peer name this module knows (the algorithm may still not exist for some collective)."""
     algo = algorithm(system)
+    if algo == BEST_ALIAS:
+        return not concurrent(system)
     if kind(system) == "openmpi":
         return not concurrent(system) and (algo is None or any(algo in names for _, names in MPI_ALGORITHMS.values()))
     if kind(system) == "gloo":
@@ -104,7 +136,10 @@ def mpi_mca(system, collective):
     if algo is None:
         return []
     setting, ids = MPI_ALGORITHMS[collective]
-    return ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", f"coll_tuned_{setting}_algorithm", str(ids[algo])]
+    mca = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", f"coll_tuned_{setting}_algorithm", str(ids[algo])]
+    if algo in SEGMENTED.get(collective, ()):
+        mca += ["--mca", f"coll_tuned_{setting}_algorithm_segmentsize", str(SEGMENT_BYTES)]
+    return mca
 
 
 def gloo_args(system):

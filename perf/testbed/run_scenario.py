@@ -74,7 +74,7 @@ def run(sc, perf_bin, out_dir, prefix, say=print, bins=None, origin=None):
         say(f"# TCP congestion control in the hosts: {result['bed']['tcp_congestion_control']}")
         dirty = False
         for coll in sc.collectives:
-            for system in sc.systems:
+            for system in dict.fromkeys(peers.resolve(s, coll) for s in sc.systems):
                 leg = {"collective": coll, "system": system, "dir": leg_files.leg_dir_name(coll, system)}
                 legs.append(leg)
                 why = peers.skip_reason(system, coll) if peers.is_peer(system) else None

@@ -24,7 +24,7 @@ SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?$")
 
 
 SYSTEMS_WANTED = ("preccl-<policy>[-tree|-ring] (e.g. preccl-static), openmpi[-<algorithm>] "
-                  "or gloo[-<allreduce algorithm>][-concurrent]")
+                  "or gloo[-<allreduce algorithm>][-concurrent], or <peer>-best")
 
 
 def valid_system(name):

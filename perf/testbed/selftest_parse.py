@@ -7,6 +7,7 @@ import tempfile
 import bed_names
 import cpu_use
 import leg_results
+import peers
 import scenario
 import tcp_flows
 import units
@@ -69,6 +70,8 @@ CASES = [
     ('[run]\nsystems = ["gloo", "gloo"]\n', ["[run] key 'systems'", "twice"]),
     ('[run]\nsystems = ["openmpi", "openmpi-ring", "openmpi-pipeline", "gloo-ring_chunked", "gloo-bcube",'
      ' "gloo-concurrent", "gloo-ring_chunked-concurrent"]\n', None),
+    ('[run]\nsystems = ["openmpi-best", "gloo-best"]\n', None),
+    ('[run]\nsystems = ["gloo-best-concurrent"]\n', ["[run] key 'systems'", "'gloo-best-concurrent'"]),
     ('[run]\nsystems = ["openmpi-ring-concurrent"]\n', ["[run] key 'systems'", "'openmpi-ring-concurrent'"]),
     ('[run]\nsystems = ["openmpi-fastest"]\n', ["[run] key 'systems'", "'openmpi-fastest'", "openmpi[-<algorithm>]"]),
     ('[run]\nsystems = ["gloo-pipeline"]\n', ["[run] key 'systems'", "'gloo-pipeline'", "gloo[-<allreduce algorithm>][-concurrent]"]),
@@ -107,6 +110,14 @@ def run():
                 scenario.load(path)
             except scenario.ScenarioError as e:
                 failures.append(f"shipped scenario rejected: {e}")
+    # `<peer>-best` resolves per collective to a system of the same peer that the collective can run.
+    for peer in ("openmpi", "gloo"):
+        for coll in peers.PEER_COLLECTIVES:
+            got = peers.resolve(f"{peer}-best", coll)
+            if peers.kind(got) != peer or not peers.valid(got) or peers.skip_reason(got, coll):
+                failures.append(f"resolve({peer}-best, {coll}) = {got}: not a {peer} system that runs {coll}")
+    if peers.resolve("openmpi-ring", "allreduce") != "openmpi-ring":
+        failures.append("resolve changed a system that names its algorithm")
     # Units: the arithmetic the bed hands to tc.
     for text, bps in (("100mbit", 10**8), ("25mbit", 25 * 10**6), ("1gbit", 10**9), ("1.5mbit", 1_500_000),
                       ("10mbps", 8 * 10**7)):
