@@ -208,7 +208,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     settleCuts(comm, plan);
     // Only a tree's sockets are sized (on up to its sends per rank, allocKey's wireNum): its flows run
     // apart on autotuned buffers. Rings and chains gain little from the bound, and a flow with a bounded
-    // window loses its share of a link to another tenant's TCP flows (docs/results.md, "Every row at the
+    // window loses its share of a link to another tenant's TCP flows (docs/results-archive.md, "Every row at the
     // current code").
     if (tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
   }

@@ -49,7 +49,7 @@ Conn* connTo(precclComm* comm, int peer, int vt);
 // is the FIFO's slot, unless the policy capped it by the VT's modelled rate (`capBytes`,
 // VtRange::pieceCapBytes, 0 = none): on a slow link a full slot takes long. No rule on the VT's bytes:
 // on CPU-bound paths smaller pieces cost more per byte, so pieces that shrank with a VT's share made it
-// look slower and lose more bytes (measured in docs/results.md, "Where the rest goes").
+// look slower and lose more bytes (measured in docs/results-archive.md, "Where the rest goes").
 inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
   const size_t want = capBytes != 0 ? std::min(capBytes, slotBytes) : slotBytes;
   return std::max(esz, want / esz * esz);

@@ -4,7 +4,7 @@
 // its FIFO frees, reads fast), the send buffer grows with the window and never shrinks, and every flow
 // keeps filling the shaped link's queue until it loses packets. A tree's flows then run apart: flows
 // that lose back off for seconds, flows that need not wait for a reduction take more than their share,
-// and links idle at the end of the call (docs/results.md, "The kernel's socket buffers"). So each flow
+// and links idle at the end of the call (docs/results-archive.md, "The kernel's socket buffers"). So each flow
 // of a path the model measured gets buffers and a window of kFlowBufferNs at its share of the VT's rate:
 // enough to keep its link busy, too little to fill the link's queue, and flows limited by equal windows
 // through one queue share it evenly, but never less than a few of the connection's segments (below one, a
