@@ -51,8 +51,13 @@ def collect(specs):
     "_commit" and "_label" (its run's), "_flat_limit" (the flat ring's limit, or None)."""
     table, order = {}, []
     for spec in specs:
+        if "=" not in spec:
+            raise SystemExit(f"results-table: {spec!r}: want LABEL=OUT_DIR")
         label, out_dir = spec.split("=", 1)
-        result = leg_files.load_result(out_dir)
+        try:
+            result = leg_files.load_result(out_dir)
+        except FileNotFoundError:
+            raise SystemExit(f"results-table: {out_dir}: no result.json (not a finished test-bed run)")
         bed = result["bed"]
         for r in rows_of(out_dir):
             system, algo = split_system(r["system"])
