@@ -14,13 +14,7 @@ BUILD=${BUILD:-./build}
 ITERS=${ITERS:-1}
 COLLECTIVES=${COLLECTIVES:-allreduce reducescatter allgather broadcast reduce alltoall}
 for coll in $COLLECTIVES; do
-  systems=$(cd perf/testbed && python3 -c "
-import peers, sys
-coll = sys.argv[1]
-mpi = ['openmpi'] + ['openmpi-' + a for a in peers.MPI_ALGORITHMS[coll][1] if a != 'two_proc']
-gloo = ['gloo'] + (['gloo-' + a for a in peers.GLOO_ALLREDUCE if a != 'ring'] if coll == 'allreduce' else [])
-gloo += [g + '-concurrent' for g in gloo] if coll in peers.GLOO_SPLITTABLE else []
-print(','.join(mpi + gloo))" "$coll")
+  systems=$(cd perf/testbed && python3 -c "import peers, sys; print(','.join(peers.candidates(sys.argv[1])))" "$coll")
   python3 perf/testbed run --scenario "$SCENARIO" --collectives "$coll" --systems "$systems" \
     --iters "$ITERS" --build "$BUILD" --out "$OUT/$coll" || echo "peer_algorithms: $coll: some leg failed (see $OUT/$coll)"
 done

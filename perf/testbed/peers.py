@@ -61,6 +61,17 @@ BEST = {
 }
 
 
+def candidates(collective):
+    """Every peer system that can run the collective on a bed of more than two ranks: each peer's own
+    choice, every forced algorithm, and Gloo's concurrent mode where the collective splits (what
+    perf/peer_algorithms.sh compares to fill BEST)."""
+    mpi = ["openmpi"] + [f"openmpi-{a}" for a in MPI_ALGORITHMS[collective][1] if a != "two_proc"]
+    gloo = ["gloo"] + ([f"gloo-{a}" for a in GLOO_ALLREDUCE if a != "ring"] if collective == "allreduce" else [])
+    if collective in GLOO_SPLITTABLE:
+        gloo += [g + CONCURRENT for g in gloo]
+    return mpi + gloo
+
+
 def resolve(system, collective):
     """The system a leg of this collective runs: `<peer>-best` becomes that peer's BEST entry."""
     p = _parts(system)
