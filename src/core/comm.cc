@@ -65,12 +65,13 @@ void commFree(precclComm* comm, bool abort) {
     // Waits for a CCT still running on another thread (an abort makes it return promptly).
     std::lock_guard<std::mutex> lock(comm->execMutex);
   }
-  if (comm->proxy) comm->proxy->stop();
-  comm->proxy.reset();
-  comm->conns.clear();
-  comm->shmPeer.clear();
+  // The socket transport first: its proxy thread uses the edges and rings the executor's bell, which lives
+  // in the shared-memory segment when there are local peers.
+  if (comm->net) comm->net->stop();
+  comm->net.reset();
   comm->bell = &comm->heapBell;
-  comm->shmOwn.reset();
+  comm->shm.reset();
+  comm->conns.clear();
   comm->bootstrap.leave();
   traceClose(comm);
   {

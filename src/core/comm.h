@@ -13,23 +13,17 @@
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/topology.h"
+#include "device/executor.h"
 #include "device/reduce.h"
 #include "policy/allocation.h"
 #include "policy/policy.h"
 #include "policy/telemetry.h"
 #include "preccl/preccl.h"
-#include "transport/fifo.h"
-#include "transport/proxy.h"
-#include "transport/shm.h"
+#include "transport/shm_transport.h"
+#include "transport/socket_transport.h"
+#include "transport/transport.h"
 
 namespace preccl {
-
-// Per-VT telemetry of this rank: totals and the last CCT's values.
-struct VtCounters {
-  uint64_t bytes = 0, stalls = 0, stallNs = 0;
-  uint64_t lastBytes = 0, lastStalls = 0, lastStallNs = 0;
-  double lastShare = 0;
-};
 
 struct UserOp {
   bool live = false;
@@ -52,13 +46,12 @@ struct precclComm {
   uint32_t nslots = 0;
   size_t slotBytes = 0;
 
-  // conns[peer][vt]; empty for self.
-  std::vector<std::vector<std::unique_ptr<preccl::Conn>>> conns;
-  std::unique_ptr<preccl::ShmSegment> shmOwn;
-  std::vector<std::unique_ptr<preccl::ShmSegment>> shmPeer;  // by rank; null if not a shm peer
+  // Every (peer, VT) edge, and the transports that connect and move them (destroyed before the table).
+  preccl::ConnTable conns;
+  std::unique_ptr<preccl::ShmTransport> shm;
+  std::unique_ptr<preccl::SocketTransport> net;
   preccl::Bell heapBell;
-  preccl::Bell* bell = &heapBell;  // this rank's executor sleeps here
-  std::unique_ptr<preccl::Proxy> proxy;
+  preccl::Bell* bell = &heapBell;  // this rank's executor sleeps here (in its shared memory when it has local peers)
 
   // Execution state. One CCT at a time runs on a communicator.
   std::mutex execMutex;
@@ -90,7 +83,7 @@ struct precclComm {
   std::atomic<int> abortFlag{0};
   std::atomic<int> asyncError{precclSuccess};
   std::mutex errMutex;
-  std::string lastError;  // under errMutex: the proxy thread writes it (raiseAsync)
+  std::string lastError;  // under errMutex: set by raiseAsync, which any thread may call
 
   // Nonblocking init.
   std::atomic<int> initState{precclInProgress};

@@ -32,7 +32,7 @@ const char* collName(Coll c) {
   return "?";
 }
 
-Conn* connTo(precclComm* comm, int peer, int vt) { return comm->conns[peer][vt].get(); }
+Conn* connTo(precclComm* comm, int peer, int vt) { return comm->conns.at(peer, vt); }
 
 bool useTree(precclComm* comm, const CctArgs& a) {
   if (comm->cfg.algo == Algo::Tree) return true;
@@ -213,11 +213,22 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     if (tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
   }
   const uint64_t tExec = timed ? nowNs() : 0;
-  precclResult_t res = execute(comm, plan);
+  ExecCtx ctx;
+  ctx.rank = comm->rank;
+  ctx.slotBytes = comm->slotBytes;
+  ctx.timeoutNs = comm->cfg.timeoutMs * 1000000ull;
+  ctx.bell = comm->bell;
+  ctx.abort = &comm->abortFlag;
+  ctx.vtStats = &comm->vtStats;
+  ctx.edges = &comm->conns;
+  ExecFault fault;
+  precclResult_t res = execute(ctx, plan, &fault);
   if (timed) comm->lastExecNs = nowNs() - tExec;
   if (res != precclSuccess) {
-    // The FIFOs may hold a half-finished CCT: later calls on this communicator fail fast.
-    comm->raiseAsync(res, lastErrorText(comm));
+    // No VT is masked yet: any fault fails the communicator, since the FIFOs may hold a half-finished CCT
+    // and later calls must fail fast.
+    setError(comm, res, fault.what);
+    comm->raiseAsync(res, fault.what);
     return res;
   }
   if (a.coll != Coll::P2P) {

@@ -23,14 +23,6 @@
 
 namespace preccl {
 
-void fixSocketBuffers(precclComm* comm, int fd) {
-  const int64_t want = comm->cfg.socketBuffer;
-  if (want <= 0) return;
-  const int got = setSocketBuffers(fd, static_cast<int>(want));
-  if (got < 2 * want)
-    PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", comm->rank, got, 2 * want);
-}
-
 int flowBufferFloor(int segmentBytes) {
   const int segments = kMinFlowSegments * std::max(segmentBytes, 0);
   return std::max(kMinFlowBuffer, (segments + 1023) / 1024 * 1024);
@@ -53,7 +45,8 @@ int flowBuffer(uint64_t betaQ, int flows, size_t slotBytes, int minBytes, int cu
 
 void sizeSocketBuffers(precclComm* comm, int flows) {
   const ModelState& m = comm->policy.model;
-  if (comm->cfg.socketBuffer != -1 || !comm->proxy || (m.version == comm->buffersModelVersion && flows == comm->buffersFlows))
+  if (comm->cfg.socketBuffer != -1 || !comm->net || comm->net->empty() ||
+      (m.version == comm->buffersModelVersion && flows == comm->buffersFlows))
     return;
   comm->buffersModelVersion = m.version;
   comm->buffersFlows = flows;
@@ -61,15 +54,13 @@ void sizeSocketBuffers(precclComm* comm, int flows) {
     int64_t alpha;
     uint64_t betaQ = 0;
     if (!m.rateKnown(v) || !modelParams(m, v, &alpha, &betaQ)) continue;
-    for (auto& peerConns : comm->conns) {
-      if (v >= static_cast<int>(peerConns.size()) || !peerConns[v] || !peerConns[v]->viaSocket) continue;
-      Conn& c = *peerConns[v];
+    comm->net->forEachSocket(v, [&](SocketTransport::Socket& c) {
       if (c.bufferFloor == 0) c.bufferFloor = flowBufferFloor(segmentBytes(c.fd));
       const int want = flowBuffer(betaQ, flows, comm->slotBytes, c.bufferFloor, c.bufferBytes);
-      if (want == c.bufferBytes) continue;
+      if (want == c.bufferBytes) return;
       setSocketBuffers(c.fd, want);
       c.bufferBytes = want;
-    }
+    });
   }
 }
 

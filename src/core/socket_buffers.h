@@ -18,8 +18,6 @@ constexpr int kMinFlowSegments = 4;
 // The least buffer the rule sets on a connection whose segment is `segmentBytes` (0: unknown).
 int flowBufferFloor(int segmentBytes);
 
-// At init: PRECCL_SOCKET_BUFFER > 0 fixes every data socket's buffers and window at that value.
-void fixSocketBuffers(precclComm* comm, int fd);
 // Per tree CCT (the default, PRECCL_SOCKET_BUFFER unset): every VT whose rate the model knows gets its sockets'
 // buffers and window set to kFlowBufferNs of one flow's share of that rate (`flows`: how many flows the
 // busiest rank sends a VT's bytes on in this collective), at least flowBufferFloor, raised when the rate

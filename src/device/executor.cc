@@ -1,63 +1,43 @@
 #include "device/executor.h"
 
 #include <sched.h>
-#include <signal.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 
-#include "core/comm.h"
 #include "core/debug.h"
 #include "transport/socket.h"
+#include "transport/transport.h"
 
 namespace preccl {
 
 namespace {
 
-// A killed process stays a zombie until its parent reaps it, and kill(pid, 0) still succeeds on a
-// zombie: look at its state too.
-bool processAlive(pid_t pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  char path[64], buf[256];
-  snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = fopen(path, "r");
-  if (!f) return true;  // no /proc: rely on kill() and the timeout
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char* close = strrchr(buf, ')');  // "pid (comm) S ...": the state follows the last ')'
-  return !(close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X'));
-}
-
 enum class Adv { Moved, Blocked, Error };
 
 struct Exec {
-  precclComm* comm;
+  const ExecCtx& ctx;
   CctPlan& plan;
-  std::string err;
+  ExecFault* fault;
   Conn* waitingOn = nullptr;  // the edge the last blocked task waits for (for error messages)
   uint64_t startNs = nowNs();
-  std::vector<Conn*> staged;  // the CCT's send edges whose slots a proxy still has to hand to the kernel
+  // The CCT's send edges whose slots a proxy still has to hand to the kernel, with the head last seen.
+  std::vector<std::pair<Conn*, uint64_t>> staged;
 
-  Exec(precclComm* c, CctPlan& p) : comm(c), plan(p) {
+  Exec(const ExecCtx& c, CctPlan& p, ExecFault* f) : ctx(c), plan(p), fault(f) {
     for (const Task& t : plan.tasks)
       for (const Step& s : t.steps)
         for (int i = 0; i < s.nsend; i++)
-          if (s.send[i]->stagedSends && std::find(staged.begin(), staged.end(), s.send[i]) == staged.end())
-            staged.push_back(s.send[i]);
+          if (s.send[i]->stagedSends &&
+              std::none_of(staged.begin(), staged.end(), [&](const auto& e) { return e.first == s.send[i]; }))
+            staged.emplace_back(s.send[i], s.send[i]->send.released());
   }
 
-  bool recvReady(Conn* c) {
-    if (c->recvTailSeen > c->recvHead) return true;
-    c->recvTailSeen = c->recv.ctrl->tail.load(std::memory_order_acquire);
-    return c->recvTailSeen > c->recvHead;
-  }
-  bool sendReady(Conn* c) {
-    if (c->sendTail - c->sendHeadSeen < c->send.nslots) return true;
-    c->sendHeadSeen = c->send.ctrl->head.load(std::memory_order_acquire);
-    return c->sendTail - c->sendHeadSeen < c->send.nslots;
+  precclResult_t fail(precclResult_t code, const Conn* c, std::string what) {
+    fault->code = code;
+    if (c) fault->peer = c->peer, fault->vt = c->vt, fault->nic = c->nic;
+    fault->what = std::move(what);
+    return code;
   }
 
   // This rank's record of t's VT so far joins the CCT's own records (see Task::cutStep).
@@ -75,7 +55,7 @@ struct Exec {
   // Moves one task forward as far as its FIFOs allow.
   Adv advance(Task& t) {
     bool moved = false;
-    VtCounters& stats = comm->vtStats[t.vt];
+    VtCounters& stats = (*ctx.vtStats)[t.vt];
     while (!t.done()) {
       if (!t.cutTaken && t.atCut()) takeCut(t, stats);
       Step& s = t.steps[t.cur];
@@ -83,15 +63,15 @@ struct Exec {
         t.cur++;
         continue;
       }
-      const size_t slotMax = t.piece(comm->slotBytes) / plan.elemBytes * plan.elemBytes;
+      const size_t slotMax = t.piece(ctx.slotBytes) / plan.elemBytes * plan.elemBytes;
       const size_t piece = s.headerOnly ? 0 : std::min(slotMax, s.bytes - t.off);
       for (int i = 0; i < s.nrecv; i++)
-        if (!recvReady(s.recv[i])) {
+        if (!s.recv[i]->recv.ready()) {
           waitingOn = s.recv[i];
           return moved ? Adv::Moved : Adv::Blocked;
         }
       for (int i = 0; i < s.nsend; i++)
-        if (!sendReady(s.send[i])) {
+        if (!s.send[i]->send.hasRoom()) {
           // The in-band congestion signal: downstream has not freed a slot.
           if (!t.stalled) {
             t.stalled = true;
@@ -108,22 +88,22 @@ struct Exec {
       const void* ins[2];
       for (int i = 0; i < s.nrecv; i++) {
         Conn* c = s.recv[i];
-        const SlotHdr& h = c->recv.hdr(c->recvHead);
+        const SlotHdr& h = c->recv.hdr();
         if (h.epoch != plan.epoch || h.bytes != piece || (plan.checkDigest && h.digest != plan.digest)) {
-          err = fmt::format(
-              "rank {}: VT {} from rank {}: got a slot of epoch {} ({} B, allocation digest {:08x}), expected epoch {} "
-              "({} B, digest {:08x}): ranks disagree on the sequence of calls or on the allocation",
-              comm->rank, t.vt, c->peer, h.epoch, h.bytes, h.digest, plan.epoch, piece, plan.digest);
+          fail(precclInternalError, c,
+               fmt::format("rank {}: VT {} from rank {}: got a slot of epoch {} ({} B, allocation digest {:08x}), expected "
+                           "epoch {} ({} B, digest {:08x}): ranks disagree on the sequence of calls or on the allocation",
+                           ctx.rank, t.vt, c->peer, h.epoch, h.bytes, h.digest, plan.epoch, piece, plan.digest));
           return Adv::Error;
         }
-        ins[i] = c->recv.slot(c->recvHead);
+        ins[i] = c->recv.slot();
         if (h.teleEpoch == plan.epoch) maxInto(plan.now[t.vt], h.tele);
         else if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }
       void* outs[3];
       int nout = 0;
       if (s.dst) outs[nout++] = s.dst + t.off;
-      for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot(s.send[i]->sendTail);
+      for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot();
       const char* src = s.src ? s.src + t.off : nullptr;
       if (piece == 0) {
         // header only: nothing to combine or copy
@@ -136,7 +116,7 @@ struct Exec {
       }
       for (int i = 0; i < s.nsend; i++) {
         Conn* c = s.send[i];
-        SlotHdr& h = c->send.hdr(c->sendTail);
+        SlotHdr& h = c->send.hdr();
         h.epoch = plan.epoch;
         h.bytes = static_cast<uint32_t>(piece);
         h.digest = plan.digest;
@@ -147,14 +127,9 @@ struct Exec {
           h.teleEpoch = plan.teleEpoch;
           if (plan.teleEpoch != CctPlan::kNoTele) h.tele = plan.cargo[t.vt];
         }
-        c->send.ctrl->tail.store(++c->sendTail, std::memory_order_release);
-        c->sendConsumer.wake();
+        c->send.publish();
       }
-      for (int i = 0; i < s.nrecv; i++) {
-        Conn* c = s.recv[i];
-        c->recv.ctrl->head.store(++c->recvHead, std::memory_order_release);
-        c->recvProducer.wake();
-      }
+      for (int i = 0; i < s.nrecv; i++) s.recv[i]->recv.release();
       stats.lastBytes += piece * s.nsend;
       moved = true;
       t.off += piece;
@@ -172,11 +147,11 @@ struct Exec {
   // proxy that released more since the last look is progress.
   bool flushed(bool* moved) {
     bool all = true;
-    for (Conn* c : staged) {
-      const uint64_t head = c->send.ctrl->head.load(std::memory_order_acquire);
-      if (head != c->sendHeadSeen) *moved = true;
-      c->sendHeadSeen = head;
-      if (head != c->sendTail) {
+    for (auto& [c, seen] : staged) {
+      const uint64_t head = c->send.released();
+      if (head != seen) *moved = true;
+      seen = head;
+      if (head != c->send.published()) {
         all = false;
         waitingOn = c;
       }
@@ -184,56 +159,59 @@ struct Exec {
     return all;
   }
 
-  // An edge that a blocked task still needs, whose peer closed its socket (it exited or destroyed its
-  // communicator): the data will never come.
-  Conn* closedEdge() {
+  // Calls fn(conn, blocked) on every edge the unfinished tasks' current steps use, and on every staged
+  // edge with slots still to hand over; stops at the first that returns true.
+  template <typename Fn>
+  Conn* findEdge(Fn fn) {
     for (Task& t : plan.tasks) {
       if (t.done()) continue;
       const Step& s = t.steps[t.cur];
       for (int i = 0; i < s.nrecv; i++)
-        if (s.recv[i]->closed.load(std::memory_order_relaxed) && !recvReady(s.recv[i])) return s.recv[i];
+        if (fn(s.recv[i], !s.recv[i]->recv.ready())) return s.recv[i];
       for (int i = 0; i < s.nsend; i++)
-        if (s.send[i]->closed.load(std::memory_order_relaxed)) return s.send[i];
+        if (fn(s.send[i], !s.send[i]->send.hasRoom())) return s.send[i];
     }
-    // (the cached head may be stale while tasks run: read the proxy's)
-    for (Conn* c : staged)
-      if (c->closed.load(std::memory_order_relaxed) && c->send.ctrl->head.load(std::memory_order_acquire) != c->sendTail)
-        return c;
+    for (auto& [c, seen] : staged)
+      if (c->send.released() != c->send.published() && fn(c, true)) return c;
     return nullptr;
   }
 
-  // Shared-memory peers have no socket to report their death: look for the process of every local peer
-  // a blocked task waits on. Only an edge with nothing left to take counts: a peer that finished the CCT
-  // and exited may still have its last slots in our FIFO, and those are good.
-  bool peersAlive() {
-    if (comm->shmPeer.empty()) return true;
-    for (Task& t : plan.tasks) {
-      if (t.done()) continue;
-      const Step& s = t.steps[t.cur];
-      for (int i = 0; i < s.nrecv + s.nsend; i++) {
-        Conn* c = i < s.nrecv ? s.recv[i] : s.send[i - s.nrecv];
-        const bool blocked = i < s.nrecv ? !recvReady(c) : !sendReady(c);
-        if (!blocked || !comm->shmPeer[c->peer]) continue;
-        const pid_t pid = comm->shmPeer[c->peer]->header()->pid;
-        if (processAlive(pid)) continue;
-        err = fmt::format("rank {}: rank {} (pid {}) on this host died (VT {}, {})", comm->rank, c->peer, pid, c->vt, c->path);
-        return false;
-      }
-    }
-    return true;
+  // An edge the CCT still needs that its transport failed, or whose peer closed it (it exited or destroyed
+  // its communicator): the data will never come. Slots already in a receive FIFO are still good. With
+  // `anywhere`, also a failed edge outside the plan: a peer that died fails every call (there is no
+  // masking of failed edges yet).
+  precclResult_t brokenEdge(bool anywhere) {
+    Conn* c = findEdge([](Conn* e, bool blocked) { return blocked && e->state() != Conn::Live; });
+    if (!c && anywhere && ctx.edges) c = ctx.edges->find([](const Conn& e) { return e.state() == Conn::Failed; });
+    if (!c) return precclSuccess;
+    if (c->state() == Conn::Failed)
+      return fail(precclRemoteError, c, fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, c->why(), c->peer, c->vt, c->path));
+    return fail(precclRemoteError, c,
+                fmt::format("rank {}: rank {} closed its connection of VT {} ({}) during a collective", ctx.rank, c->peer,
+                            c->vt, c->path));
+  }
+
+  // Every edge a blocked task waits on goes to its transport for a look (a local peer that died has no
+  // socket to report it). Only an edge with nothing left to take counts: a peer that finished the CCT and
+  // exited may still have its last slots in our FIFO, and those are good.
+  void checkStalled() {
+    findEdge([](Conn* e, bool blocked) {
+      if (blocked && e->owner && e->state() == Conn::Live) e->owner->checkStalled(*e);
+      return false;
+    });
   }
 
   precclResult_t run() {
-    const uint64_t timeoutNs = comm->cfg.timeoutMs * 1000000ull;
+    const uint64_t timeoutNs = ctx.timeoutNs;
     uint64_t lastMoveNs = nowNs(), lastLivenessNs = lastMoveNs;
     int idle = 0;
     for (;;) {
-      uint32_t seen = comm->bell->seq.load(std::memory_order_seq_cst);
+      uint32_t seen = ctx.bell->seq.load(std::memory_order_seq_cst);
       bool moved = false, all = true;
       for (Task& t : plan.tasks) {
         if (t.done()) continue;
         Adv a = advance(t);
-        if (a == Adv::Error) return PRECCL_ERR(comm, precclInternalError, "{}", err);
+        if (a == Adv::Error) return fault->code;
         moved |= a == Adv::Moved;
         all &= t.done();
       }
@@ -242,12 +220,8 @@ struct Exec {
         idle = 0;
         continue;
       }
-      if (comm->abortFlag.load()) return PRECCL_ERR(comm, precclRemoteError, "rank {}: communicator aborted", comm->rank);
-      if (int e = comm->asyncError.load(); e != precclSuccess && e != precclInProgress)
-        return PRECCL_ERR(comm, static_cast<precclResult_t>(e), "{}", comm->errorText());
-      if (Conn* c = closedEdge())
-        return PRECCL_ERR(comm, precclRemoteError, "rank {}: rank {} closed its connection of VT {} ({}) during a collective",
-                          comm->rank, c->peer, c->vt, c->path);
+      if (ctx.abort->load()) return fail(precclRemoteError, nullptr, fmt::format("rank {}: communicator aborted", ctx.rank));
+      if (brokenEdge(false) != precclSuccess) return fault->code;
       // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
       idle++;
       if (idle < 64) continue;
@@ -255,34 +229,37 @@ struct Exec {
         sched_yield();
         continue;
       }
-      bellWait(comm->bell, seen, 20000);
+      bellWait(ctx.bell, seen, 20000);
       uint64_t now = nowNs();
       if (now - lastLivenessNs > 100000000ull) {
         lastLivenessNs = now;
-        if (!peersAlive()) return PRECCL_ERR(comm, precclRemoteError, "{}", err);
+        checkStalled();
+        if (brokenEdge(true) != precclSuccess) return fault->code;
       }
       // lastMoveNs is refreshed lazily: only sleeping passes look at the clock.
       if (idle == 96) lastMoveNs = now;
       if (now - lastMoveNs > timeoutNs)
-        return PRECCL_ERR(comm, precclRemoteError,
-                          "rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
-                          comm->rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
-                          waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
-                          timeoutNs / 1000000000ull);
+        return fail(precclRemoteError, waitingOn,
+                    fmt::format("rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
+                                ctx.rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
+                                waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
+                                timeoutNs / 1000000000ull));
     }
   }
 };
 
 }  // namespace
 
-precclResult_t execute(precclComm* comm, CctPlan& plan) {
-  for (auto& s : comm->vtStats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
-  plan.vtDoneNs.assign(comm->nVTs, 0);
-  if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(comm->nVTs);
-  plan.now.assign(comm->nVTs, VtRecord{});
-  Exec e(comm, plan);
+precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
+  std::vector<VtCounters>& stats = *ctx.vtStats;
+  for (auto& s : stats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
+  const int nVTs = static_cast<int>(stats.size());
+  plan.vtDoneNs.assign(nVTs, 0);
+  if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(nVTs);
+  plan.now.assign(nVTs, VtRecord{});
+  Exec e(ctx, plan, fault);
   precclResult_t res = e.run();
-  for (auto& s : comm->vtStats) {
+  for (auto& s : stats) {
     s.bytes += s.lastBytes;
     s.stalls += s.lastStalls;
     s.stallNs += s.lastStallNs;

@@ -1,12 +1,47 @@
 // The host executor: runs every Task of a CCT as a resumable state machine, slot by slot, over the
 // connection FIFOs, on the calling thread. It never spins a thread per VT: when no task can move it
 // sleeps on the rank's Bell, which peers and the proxy ring. Stall counting happens here.
+// It sees an execution context, not the communicator: what it needs to run, count and give up.
 #pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "device/primitives.h"
 #include "preccl/preccl.h"
-
-struct precclComm;
+#include "transport/doorbell.h"
 
 namespace preccl {
-precclResult_t execute(precclComm* comm, CctPlan& plan);
-}
+
+// Per-VT telemetry of this rank: totals and the last CCT's values.
+struct VtCounters {
+  uint64_t bytes = 0, stalls = 0, stallNs = 0;
+  uint64_t lastBytes = 0, lastStalls = 0, lastStallNs = 0;
+  double lastShare = 0;
+};
+
+class ConnTable;
+
+struct ExecCtx {
+  int rank = 0;
+  size_t slotBytes = 0;                       // the FIFOs' slot
+  uint64_t timeoutNs = 0;                     // PRECCL_TIMEOUT: no progress for this long fails the CCT
+  Bell* bell = nullptr;                       // where the executor sleeps; peers and the proxy ring it
+  const std::atomic<int>* abort = nullptr;    // set by CommAbort: return at once
+  std::vector<VtCounters>* vtStats = nullptr; // per VT; the last* fields are this CCT's
+  // Every edge of the communicator: one that failed outside this CCT's plan (a peer that died) fails it too.
+  const ConnTable* edges = nullptr;
+};
+
+// Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
+// NIC (-1: none, or shared memory). The caller decides whether the communicator survives it.
+struct ExecFault {
+  precclResult_t code = precclSuccess;
+  int peer = -1, vt = -1, nic = -1;
+  std::string what;  // the whole message, naming the edge's path
+};
+
+precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+
+}  // namespace preccl

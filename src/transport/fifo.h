@@ -1,6 +1,6 @@
 // The connection FIFO every VT edge uses: nslots slots of slotBytes, a producer-owned tail and a
-// consumer-owned head (NCCL's step counters). It lives in shared memory for intra-host edges and in the
-// process's heap for socket edges, where the proxy thread is the other end.
+// consumer-owned head (NCCL's step counters), and the protocol over them. It lives in shared memory for
+// intra-host edges and in the process's heap for socket edges, where the proxy thread is the other end.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -52,31 +52,107 @@ struct Fifo {
   SlotHdr& hdr(uint64_t i) const { return ctrl->hdr[i % nslots]; }
 };
 
-// One VT edge between this rank and a peer, both directions. The executor is the producer of `send` and
-// the consumer of `recv`; it caches its own counters.
+// The FIFO protocol, the only code that touches a FIFO's counters. The producer fills the slot at its tail
+// and publishes it (tail + 1, release); the consumer reads the slot at its head and releases it (head + 1,
+// release); each wakes the other end after its store. Each end caches the other's counter from its last
+// look, so a FIFO with room or with slots waiting costs no shared read. The executor is the producer of
+// its send FIFOs and the consumer of its receive FIFOs; a socket proxy, or a peer's executor through
+// shared memory, is the other end.
+class FifoProducer {
+ public:
+  void attach(const Fifo& f, Waker consumer) {
+    f_ = f;
+    consumer_ = consumer;
+    tail_ = headSeen_ = 0;
+  }
+  const Fifo& fifo() const { return f_; }
+  bool hasRoom() {
+    if (tail_ - headSeen_ < f_.nslots) return true;
+    headSeen_ = f_.ctrl->head.load(std::memory_order_acquire);
+    return tail_ - headSeen_ < f_.nslots;
+  }
+  char* slot() const { return f_.slot(tail_); }
+  SlotHdr& hdr() const { return f_.hdr(tail_); }
+  void publish() {
+    f_.ctrl->tail.store(++tail_, std::memory_order_release);
+    consumer_.wake();
+  }
+  uint64_t published() const { return tail_; }
+  // The consumer's head, read now: every published slot was released when it equals published().
+  uint64_t released() {
+    headSeen_ = f_.ctrl->head.load(std::memory_order_acquire);
+    return headSeen_;
+  }
+
+ private:
+  Fifo f_;
+  Waker consumer_;
+  uint64_t tail_ = 0, headSeen_ = 0;
+};
+
+class FifoConsumer {
+ public:
+  void attach(const Fifo& f, Waker producer) {
+    f_ = f;
+    producer_ = producer;
+    head_ = tailSeen_ = 0;
+  }
+  const Fifo& fifo() const { return f_; }
+  bool ready() {
+    if (tailSeen_ > head_) return true;
+    tailSeen_ = f_.ctrl->tail.load(std::memory_order_acquire);
+    return tailSeen_ > head_;
+  }
+  const SlotHdr& hdr() const { return f_.hdr(head_); }
+  char* slot() const { return f_.slot(head_); }
+  void release() {
+    f_.ctrl->head.store(++head_, std::memory_order_release);
+    producer_.wake();
+  }
+  uint64_t consumed() const { return head_; }
+
+ private:
+  Fifo f_;
+  Waker producer_;
+  uint64_t head_ = 0, tailSeen_ = 0;
+};
+
+class Transport;
+
+// One VT edge between this rank and a peer, both directions, as the executor sees it: two FIFOs and a
+// state. How the bytes travel is the transport's (`owner`) business; nothing here is specific to one.
 struct Conn {
+  enum State : int { Live = 0, Closed = 1, Failed = 2 };
   int peer = -1;
   int vt = -1;
+  int nic = -1;          // this rank's NIC the edge leaves by; -1: none (shared memory)
   std::string path;      // how the edge travels, for messages: "NIC eth0 198.18.0.1 -> eth0 198.18.0.2", "shared memory"
-  // The send FIFO's consumer is a proxy thread of this process: a published slot is the peer's only once
-  // the proxy released it (handed it to the kernel). A call waits for that before it returns, so a rank
-  // that returned may destroy its communicator or exit at once without losing a byte a peer needs.
+  Transport* owner = nullptr;
+  // The send FIFO's consumer is a progress thread of this process: a published slot is the peer's only
+  // once that thread released it (handed it to the kernel). A call waits for that before it returns, so a
+  // rank that returned may destroy its communicator or exit at once without losing a byte a peer needs.
   bool stagedSends = false;
-  bool viaSocket = false;
-  int fd = -1;           // the socket when viaSocket (the proxy owns it)
-  int bufferBytes = 0;   // SO_SNDBUF and SO_RCVBUF this rank set; 0: the kernel's autotuning (core/socket_buffers.h)
-  int bufferFloor = 0;   // the least of them the rule may set (flowBufferFloor); 0: not read yet
-  Fifo send;
-  Waker sendConsumer;  // woken after publishing a slot
-  uint64_t sendTail = 0;
-  uint64_t sendHeadSeen = 0;
-  Fifo recv;
-  Waker recvProducer;  // woken after releasing a slot
-  uint64_t recvHead = 0;
-  uint64_t recvTailSeen = 0;
-  // Set by the proxy when the peer closed the socket cleanly between frames: an error only if this rank
-  // still needs data from the edge (the peer may simply have destroyed its communicator first).
-  std::atomic<bool> closed{false};
+  FifoProducer send;
+  FifoConsumer recv;
+
+  State state() const { return static_cast<State>(state_.load(std::memory_order_acquire)); }
+  // Closed: the peer ended the edge cleanly between slots (it destroyed its communicator or exited), an
+  // error only if this rank still needs the edge. Failed: a transport error; why() says what. Only the
+  // edge's transport sets them, from one thread.
+  void close() {
+    int live = Live;
+    state_.compare_exchange_strong(live, Closed, std::memory_order_acq_rel);
+  }
+  void fail(const std::string& why) {
+    if (state() == Failed) return;
+    why_ = why;
+    state_.store(Failed, std::memory_order_release);
+  }
+  const std::string& why() const { return why_; }  // once state() is Failed
+
+ private:
+  std::atomic<int> state_{Live};
+  std::string why_;
 };
 
 }  // namespace preccl

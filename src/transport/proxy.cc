@@ -14,7 +14,10 @@
 
 namespace preccl {
 
-Proxy::Proxy(Bell* executorBell, ErrorFn onError) : bell_(executorBell), onError_(std::move(onError)) {}
+Proxy::Proxy(Bell* executorBell) : bell_(executorBell) {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
 
 Proxy::~Proxy() {
   stop();
@@ -41,17 +44,18 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   new (mem) FifoCtrl();
   new (static_cast<char*>(mem) + one) FifoCtrl();
   s->mem.reset(static_cast<char*>(mem));
-  conn->viaSocket = true;
-  conn->stagedSends = true;
-  conn->fd = fd;
-  conn->send.attach(mem, nslots, slotBytes);
-  conn->recv.attach(static_cast<char*>(mem) + one, nslots, slotBytes);
+  Fifo out, in;
+  out.attach(mem, nslots, slotBytes);
+  in.attach(static_cast<char*>(mem) + one, nslots, slotBytes);
+  const Waker proxy{nullptr, efd_, &sleeping_}, executor{bell_};
+  conn->send.attach(out, proxy);
+  conn->recv.attach(in, proxy);
+  s->out.attach(out, executor);
+  s->in.attach(in, executor);
   socks_.push_back(std::move(s));
 }
 
 bool Proxy::start(std::string* err, std::function<void()> threadInit) {
-  epfd_ = epoll_create1(EPOLL_CLOEXEC);
-  efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epfd_ < 0 || efd_ < 0) {
     *err = std::string("epoll/eventfd: ") + strerror(errno);
     return false;
@@ -62,8 +66,6 @@ bool Proxy::start(std::string* err, std::function<void()> threadInit) {
   epoll_ctl(epfd_, EPOLL_CTL_ADD, efd_, &ev);
   for (auto& s : socks_) {
     setNonBlocking(s->fd);
-    s->conn->sendConsumer = Waker{nullptr, efd_, &sleeping_};
-    s->conn->recvProducer = Waker{nullptr, efd_, &sleeping_};
     epoll_event e{};
     e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
     e.data.ptr = s.get();
@@ -92,27 +94,23 @@ void Proxy::fail(Sock& s, const std::string& what) {
   if (s.failed) return;
   s.failed = true;
   s.readable = s.writable = false;
-  onError_(what + " (peer rank " + std::to_string(s.conn->peer) + ", VT " + std::to_string(s.conn->vt) + ", " +
-           s.conn->path + ")");
+  s.conn->fail(what);
   bellRing(bell_);
 }
 
 // Puts published slots on the wire: header and payload of a slot go out in one writev.
 bool Proxy::pumpSend(Sock& s) {
   bool moved = false;
-  Fifo& f = s.conn->send;
-  while (s.writable && !s.failed) {
-    uint64_t tail = f.ctrl->tail.load(std::memory_order_acquire);
-    if (s.sendIdx == tail) break;
-    const SlotHdr& h = f.hdr(s.sendIdx);
+  while (s.writable && !s.failed && s.out.ready()) {
+    const SlotHdr& h = s.out.hdr();
     const size_t total = sizeof(SlotHdr) + h.bytes;
     iovec iov[2];
     int n = 0;
     if (s.sendOff < sizeof(SlotHdr)) {
       iov[n++] = {reinterpret_cast<char*>(const_cast<SlotHdr*>(&h)) + s.sendOff, sizeof(SlotHdr) - s.sendOff};
-      iov[n++] = {f.slot(s.sendIdx), h.bytes};
+      iov[n++] = {s.out.slot(), h.bytes};
     } else {
-      iov[n++] = {f.slot(s.sendIdx) + (s.sendOff - sizeof(SlotHdr)), total - s.sendOff};
+      iov[n++] = {s.out.slot() + (s.sendOff - sizeof(SlotHdr)), total - s.sendOff};
     }
     msghdr m{};
     m.msg_iov = iov;
@@ -131,9 +129,7 @@ bool Proxy::pumpSend(Sock& s) {
     moved = true;
     if (s.sendOff == total) {
       s.sendOff = 0;
-      s.sendIdx++;
-      f.ctrl->head.store(s.sendIdx, std::memory_order_release);
-      bellRing(bell_);
+      s.out.release();
     }
   }
   return moved;
@@ -142,17 +138,15 @@ bool Proxy::pumpSend(Sock& s) {
 // Fills free receive slots from the socket: header first, then exactly its payload.
 bool Proxy::pumpRecv(Sock& s) {
   bool moved = false;
-  Fifo& f = s.conn->recv;
-  while (s.readable && !s.failed) {
-    uint64_t head = f.ctrl->head.load(std::memory_order_acquire);
-    if (s.recvIdx - head >= f.nslots) break;  // no free slot: leave the bytes in the socket (backpressure)
+  // With no free slot the bytes stay in the socket: TCP's flow control carries the backpressure.
+  while (s.readable && !s.failed && s.in.hasRoom()) {
     char* dst;
     size_t want;
     if (s.recvOff < sizeof(SlotHdr)) {
       dst = reinterpret_cast<char*>(&s.recvHdr) + s.recvOff;
       want = sizeof(SlotHdr) - s.recvOff;
     } else {
-      dst = f.slot(s.recvIdx) + (s.recvOff - sizeof(SlotHdr));
+      dst = s.in.slot() + (s.recvOff - sizeof(SlotHdr));
       want = sizeof(SlotHdr) + s.recvHdr.bytes - s.recvOff;
     }
     ssize_t r = want ? recv(s.fd, dst, want, MSG_DONTWAIT) : 0;
@@ -165,7 +159,7 @@ bool Proxy::pumpRecv(Sock& s) {
       if (r == 0 && s.recvOff == 0) {
         s.failed = true;
         s.readable = s.writable = false;
-        s.conn->closed.store(true);
+        s.conn->close();
         bellRing(bell_);
         break;
       }
@@ -174,27 +168,22 @@ bool Proxy::pumpRecv(Sock& s) {
     }
     s.recvOff += r;
     moved = true;
-    if (s.recvOff == sizeof(SlotHdr) && s.recvHdr.bytes > f.slotBytes) {
+    if (s.recvOff == sizeof(SlotHdr) && s.recvHdr.bytes > s.in.fifo().slotBytes) {
       fail(s, "protocol error: frame larger than a slot");
       break;
     }
     if (s.recvOff >= sizeof(SlotHdr) && s.recvOff == sizeof(SlotHdr) + s.recvHdr.bytes) {
-      f.hdr(s.recvIdx) = s.recvHdr;
-      s.recvIdx++;
+      s.in.hdr() = s.recvHdr;
       s.recvOff = 0;
-      f.ctrl->tail.store(s.recvIdx, std::memory_order_release);
-      bellRing(bell_);
+      s.in.publish();
     }
   }
   return moved;
 }
 
-bool Proxy::actionable(const Sock& s) const {
+bool Proxy::actionable(Sock& s) {
   if (s.failed) return false;
-  if (s.writable && s.conn->send.ctrl->tail.load(std::memory_order_seq_cst) != s.sendIdx) return true;
-  if (s.readable && s.recvIdx - s.conn->recv.ctrl->head.load(std::memory_order_seq_cst) < s.conn->recv.nslots)
-    return true;
-  return false;
+  return (s.writable && s.out.ready()) || (s.readable && s.in.hasRoom());
 }
 
 void Proxy::run() {
@@ -209,6 +198,7 @@ void Proxy::run() {
     // Announce the sleep, then look once more: a producer that published before seeing the flag is caught
     // here, one that publishes after it writes the eventfd.
     sleeping_.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with Waker::wake's fence
     bool work = false;
     for (auto& s : socks_) work = work || actionable(*s);
     // Always ask epoll, even with work pending: it is the only source of "writable again" after EAGAIN.

@@ -15,15 +15,16 @@
 
 namespace preccl {
 
+// A socket's failure (reset, unreachable, end of stream inside a frame) is reported on its edge
+// (Conn::fail) and its executor's bell rung; the proxy goes on with the other sockets.
 class Proxy {
  public:
-  using ErrorFn = std::function<void(const std::string&)>;
-  Proxy(Bell* executorBell, ErrorFn onError);
+  explicit Proxy(Bell* executorBell);
   ~Proxy();
   Proxy(const Proxy&) = delete;
   Proxy& operator=(const Proxy&) = delete;
 
-  // Takes ownership of `fd`, allocates the edge's two FIFOs and wires the wakers. Before start() only.
+  // Takes ownership of `fd`, allocates the edge's two FIFOs and attaches both ends. Before start() only.
   void add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes);
   // `threadInit` runs first on the proxy thread (the core pins it near its NICs).
   bool start(std::string* err, std::function<void()> threadInit = nullptr);
@@ -36,9 +37,9 @@ class Proxy {
     int fd = -1;
     Conn* conn = nullptr;
     std::unique_ptr<char, void (*)(void*)> mem{nullptr, free};
-    uint64_t sendIdx = 0;  // next slot of conn->send to put on the wire
-    size_t sendOff = 0;    // bytes of that frame (header + payload) already sent
-    uint64_t recvIdx = 0;  // next slot of conn->recv to fill
+    FifoConsumer out;      // the other end of conn->send: its slots go on the wire
+    size_t sendOff = 0;    // bytes of the current frame (header + payload) already sent
+    FifoProducer in;       // the other end of conn->recv: filled from the wire
     size_t recvOff = 0;
     SlotHdr recvHdr{};
     bool readable = true, writable = true, failed = false;
@@ -46,11 +47,10 @@ class Proxy {
   void run();
   bool pumpSend(Sock& s);
   bool pumpRecv(Sock& s);
-  bool actionable(const Sock& s) const;
+  bool actionable(Sock& s);
   void fail(Sock& s, const std::string& what);
 
   Bell* bell_;
-  ErrorFn onError_;
   std::vector<std::unique_ptr<Sock>> socks_;
   int epfd_ = -1;
   int efd_ = -1;

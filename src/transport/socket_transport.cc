@@ -1,0 +1,172 @@
+#include "transport/socket_transport.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/debug.h"
+#include "transport/auth_accept.h"
+#include "transport/socket.h"
+
+namespace preccl {
+
+namespace {
+
+constexpr uint32_t kConnMagic = 0x4e4e4f43;  // "CONN"
+
+// First bytes on every data socket: proves the secret and names the edge.
+struct ConnHello {
+  uint8_t secret[kSecretBytes];
+  uint32_t magic;
+  int32_t src;
+  int32_t dst;
+  int32_t vt;
+  uint64_t commHash;
+};
+
+SockAddr nicAddr(const RankInfo& info, int nic) {
+  SockAddr a;
+  memcpy(&a.ss, &info.nicAddr[nic], sizeof(sockaddr_storage));
+  a.len = a.ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  return a;
+}
+
+// How a socket edge travels, for messages: this rank's NIC and the peer's.
+std::string socketPath(const TransportSetup& s, int peer, int vt) {
+  auto nic = [&](int r) {
+    const int k = s.topo->nicFor(r, vt);
+    return fmt::format("{} {}", (*s.infos)[r].nicName[k], nicAddr((*s.infos)[r], k).host());
+  };
+  return fmt::format("NIC {} -> {}", nic(s.rank), nic(peer));
+}
+
+}  // namespace
+
+SocketTransport::SocketTransport(int fixedBufferBytes, std::function<void()> threadInit)
+    : fixedBufferBytes_(fixedBufferBytes), threadInit_(std::move(threadInit)) {}
+
+SocketTransport::~SocketTransport() {
+  stop();
+  for (int& fd : listenFds_) closeFd(fd);
+}
+
+precclResult_t SocketTransport::listen(const std::vector<NetIf>& nics, RankInfo* mine, std::string* err) {
+  for (size_t k = 0; k < nics.size(); k++) {
+    SockAddr a;
+    a.ss = nics[k].addr;
+    a.len = nics[k].addrLen;
+    a.setPort(0);
+    int fd = listenOn(&a);
+    if (fd < 0) {
+      *err = fmt::format("cannot listen on {} ({})", nics[k].name, a.str());
+      return precclSystemError;
+    }
+    listenFds_.push_back(fd);
+    memcpy(&mine->nicAddr[k], &a.ss, sizeof(sockaddr_storage));
+    snprintf(mine->nicName[k], sizeof(mine->nicName[k]), "%s", nics[k].name.c_str());
+  }
+  return precclSuccess;
+}
+
+precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt) {
+  if (fixedBufferBytes_ > 0) {
+    const int got = setSocketBuffers(fd, fixedBufferBytes_);
+    if (got < 2 * fixedBufferBytes_)
+      PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", s.rank, got,
+                  2 * fixedBufferBytes_);
+  }
+  auto c = std::make_unique<Conn>();
+  c->peer = peer;
+  c->vt = vt;
+  c->nic = s.topo->nicFor(s.rank, vt);
+  c->path = socketPath(s, peer, vt);
+  c->owner = this;
+  c->stagedSends = true;
+  if (!proxy_) proxy_ = std::make_unique<Proxy>(s.bell);
+  proxy_->add(fd, c.get(), s.nslots, s.slotBytes);
+  Socket sock;
+  sock.fd = fd;
+  socks_.emplace_back(vt, sock);
+  table.put(std::move(c));
+  return precclSuccess;
+}
+
+precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& table, std::string* err) {
+  const Topology& t = *s.topo;
+  const int me = s.rank;
+  auto closeListeners = [&] {
+    for (int& fd : listenFds_) closeFd(fd);
+    listenFds_.clear();
+  };
+  // Lower rank connects, higher accepts: the listen backlog completes connects, so no ordering deadlock.
+  int expected[kMaxNics] = {};
+  for (int peer = 0; peer < s.nranks; peer++) {
+    if (peer == me || t.useShm(me, peer)) continue;
+    for (int v = 0; v < s.nVTs; v++) {
+      if (peer < me) {
+        expected[t.nicFor(me, v)]++;
+        continue;
+      }
+      const SockAddr local = nicAddr((*s.infos)[me], t.nicFor(me, v));
+      const SockAddr remote = nicAddr((*s.infos)[peer], t.nicFor(peer, v));
+      int fd = connectTo(remote, &local, s.deadlineNs);
+      ConnHello h{};
+      memcpy(h.secret, s.secret, kSecretBytes);
+      h.magic = kConnMagic;
+      h.src = me;
+      h.dst = peer;
+      h.vt = v;
+      h.commHash = s.commHash;
+      if (fd < 0 || !sendAll(fd, &h, sizeof(h), s.deadlineNs)) {
+        if (fd >= 0) close(fd);
+        closeListeners();
+        *err = fmt::format("rank {}: cannot connect VT {} to rank {} at {} from {}", me, v, peer, remote.str(), local.str());
+        return precclSystemError;
+      }
+      add(s, table, fd, peer, v);
+    }
+  }
+  for (size_t k = 0; k < listenFds_.size(); k++) {
+    AuthAcceptor acceptor(listenFds_[k], s.secret, sizeof(ConnHello));
+    while (expected[k] > 0) {
+      std::vector<uint8_t> raw;
+      int fd = acceptor.next(&raw, s.deadlineNs);
+      if (fd < 0) {
+        *err = fmt::format("rank {}: {} connection(s) from lower ranks never arrived on NIC {}", me, expected[k], k);
+        closeListeners();
+        return precclRemoteError;
+      }
+      ConnHello h;
+      memcpy(&h, raw.data(), sizeof(h));
+      bool ok = h.magic == kConnMagic && h.dst == me && h.src >= 0 && h.src < me && h.vt >= 0 && h.vt < s.nVTs &&
+                h.commHash == s.commHash && !t.useShm(me, h.src) && !table.has(h.src, h.vt);
+      if (!ok) {
+        PRECCL_WARN("rank {}: refused a data connection with a bad header (src {}, vt {})", me, h.src, h.vt);
+        close(fd);
+        continue;
+      }
+      add(s, table, fd, h.src, h.vt);
+      expected[k]--;
+    }
+  }
+  closeListeners();
+  return precclSuccess;
+}
+
+precclResult_t SocketTransport::start(std::string* err) {
+  if (!proxy_) return precclSuccess;
+  if (!proxy_->start(err, threadInit_)) return precclSystemError;
+  return precclSuccess;
+}
+
+void SocketTransport::stop() {
+  if (proxy_) proxy_->stop();
+}
+
+void SocketTransport::forEachSocket(int vt, const std::function<void(Socket&)>& fn) {
+  for (auto& [v, sock] : socks_)
+    if (v == vt) fn(sock);
+}
+
+}  // namespace preccl

@@ -1,0 +1,79 @@
+// The interface between the data path and the ways slots travel between two ranks. A transport creates
+// and connects the edges (Conn) of the peers it serves, moves their slots (itself or through the peer's
+// memory), and reports each edge's failure on the edge (Conn::fail), never on the communicator: which
+// failures a call survives is decided above it. Shared memory (shm_transport.h) and TCP sockets
+// (socket_transport.h) implement it; a UCX transport would be a third.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/topology.h"
+#include "preccl/preccl.h"
+#include "transport/doorbell.h"
+#include "transport/fifo.h"
+
+namespace preccl {
+
+// Every edge of a communicator: at(peer, vt), null for this rank itself. Owned here; each transport
+// fills the entries of the peers it serves.
+class ConnTable {
+ public:
+  void resize(int nranks, int nVTs) {
+    rows_.clear();
+    rows_.resize(nranks);
+    for (auto& r : rows_) r.resize(nVTs);
+  }
+  Conn* at(int peer, int vt) const { return rows_[peer][vt].get(); }
+  void put(std::unique_ptr<Conn> c) { rows_[c->peer][c->vt] = std::move(c); }
+  bool has(int peer, int vt) const { return rows_[peer][vt] != nullptr; }
+  // The first edge for which pred(conn) holds, or null.
+  template <typename Pred>
+  Conn* find(Pred pred) const {
+    for (auto& row : rows_)
+      for (auto& c : row)
+        if (c && pred(*c)) return c.get();
+    return nullptr;
+  }
+  void clear() { rows_.clear(); }
+
+ private:
+  std::vector<std::vector<std::unique_ptr<Conn>>> rows_;
+};
+
+// What connecting needs from the communicator, and nothing else.
+struct TransportSetup {
+  int rank = 0, nranks = 0, nVTs = 0;
+  uint32_t nslots = 0;
+  size_t slotBytes = 0;
+  const Topology* topo = nullptr;
+  const std::vector<RankInfo>* infos = nullptr;
+  const uint8_t* secret = nullptr;  // kSecretBytes; every accepted connection must present it
+  uint64_t commHash = 0;
+  uint64_t deadlineNs = 0;          // the whole setup's
+  // A barrier over every rank through the bootstrap; every rank calls it equally often.
+  std::function<precclResult_t()> barrier;
+  Bell* bell = nullptr;             // the executor's: rung when a slot of one of its FIFOs moved
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Creates and connects every edge this transport serves into `table`; on failure a message in *err.
+  virtual precclResult_t connect(const TransportSetup& s, ConnTable& table, std::string* err) = 0;
+  // Starts moving slots, where the transport has a progress thread.
+  virtual precclResult_t start(std::string* err) {
+    (void)err;
+    return precclSuccess;
+  }
+  // Stops moving slots. The connections close when the transport is destroyed.
+  virtual void stop() {}
+  // Looks at an edge whose FIFO the executor has waited on for a while, for a peer that died without a
+  // transport noticing (shared memory has no socket to report it): marks `c` failed if so.
+  virtual void checkStalled(Conn& c) { (void)c; }
+};
+
+}  // namespace preccl
