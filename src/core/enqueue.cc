@@ -78,15 +78,20 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
                 kAllHealthy);
 }
 
-// Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose chunks
-// are all non-empty (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
+// Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
+// holds a part of every chunk in some round (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
 // with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
 // whose telemetry tail ran. Every rank computes the same answer from the same allocation, so all agree on
 // whether the epoch's telemetry is complete.
-static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, size_t vtCount) {
+static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const VtRange& range) {
   if (comm->nranks == 1) return true;
+  const size_t vtCount = range.count;
   switch (a.coll) {
-    case Coll::AllReduce: return tree ? vtCount > 0 : vtCount >= static_cast<size_t>(comm->nranks);
+    case Coll::AllReduce: {
+      if (tree) return vtCount > 0;
+      const size_t q = ringChunkElems(a.count, comm->nranks, dtypeSize(a.dtype), comm->nslots, comm->slotBytes);
+      return ringLastFullRound(range.offset, vtCount, comm->nranks, q) != SIZE_MAX;
+    }
     case Coll::AllGather:
     case Coll::ReduceScatter: return vtCount > 0;
     case Coll::Broadcast:
@@ -130,7 +135,7 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
   }
   if (plan.teleEpoch != CctPlan::kNoTele) {
     bool complete = true;
-    for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v].count);
+    for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v]);
     if (!complete) {
       comm->pendingRec = plan.cargo;  // pendingEpoch stays
       return;

@@ -8,6 +8,7 @@
 
 #include "device/primitives.h"
 #include "policy/allocation.h"
+#include "policy/policy.h"
 #include "preccl/preccl.h"
 
 struct precclComm;
@@ -54,6 +55,35 @@ inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
   const size_t want = capBytes != 0 ? std::min(capBytes, slotBytes) : slotBytes;
   return std::max(esz, want / esz * esz);
 }
+
+// Deterministic reductions: an element's reduction order depends only on its index, the call's count and
+// the ranks, never on which VT carries it, so a float result has the same bits whatever the allocation,
+// the mask or a retry (docs/architecture.md, "Reduction order").
+//
+// Ring AllReduce: a grid of chunks over the whole call. Element i is in chunk (i / q) mod n of round
+// i / (n q), whichever VT carries it, and chunk c's sum starts at ring position c. q follows the count
+// (about 32 rounds a call, at least 4 KiB) and is bounded by a FIFO of the smallest pieces: a round's
+// first step sends without receiving, and a step larger than the FIFO would deadlock the ring.
+constexpr size_t kRingRoundsPerCall = 32;
+constexpr size_t kRingMinChunkBytes = 4096;
+inline size_t ringChunkElems(size_t count, int n, size_t esz, uint32_t nslots, size_t slotBytes) {
+  const size_t fifo = nslots * pieceBytes(slotBytes, esz, kMinPieceCapBytes) / esz;
+  const size_t want = std::max(count / (kRingRoundsPerCall * std::max(1, n)), kRingMinChunkBytes / esz);
+  return std::max<size_t>(1, std::min(want, fifo));
+}
+// The last round of the grid in which a VT's range [offset, offset + count) holds a part of every chunk,
+// or SIZE_MAX when none does: from there the all-gather's n-1 hops all carry slots (the telemetry cut).
+inline size_t ringLastFullRound(size_t offset, size_t count, int n, size_t q) {
+  if (count == 0) return SIZE_MAX;
+  const size_t round = q * n, end = offset + count;
+  for (size_t r = (end - 1) / round + 1; r-- > offset / round;)
+    if (offset < r * round + q && end > r * round + (n - 1) * q) return r;
+  return SIZE_MAX;
+}
+
+// Trees (AllReduce and Reduce): the elements below treeSplit(count) follow the first tree, the rest its
+// mirror, whichever VT carries them; a VT whose range straddles the split runs a task on each tree.
+inline size_t treeSplit(size_t count) { return count / 2; }
 
 // The telemetry cut before the last data piece of t's first step (Task::cutStep): what comes after it
 // carries the CCT's own records on. The offset of that piece, 0 when the step is a single piece (no room

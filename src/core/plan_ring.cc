@@ -63,21 +63,25 @@ static size_t roundElems(precclComm* comm, Task& t, size_t esz, size_t capBytes)
 void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   RingCtx r = ctx(comm, a);
   const int n = r.n, p = r.p;
+  // Chunks on the call's grid (plan.h ringChunkElems), not on the VT's range: an element's sum starts at
+  // the same rank whichever VT carries it.
+  const size_t q = ringChunkElems(a.count, n, r.esz, comm->nslots, comm->slotBytes), round = q * n;
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     Task t;
     t.vt = v;
-    const size_t o = al.vt[v].offset, cnt = al.vt[v].count;
-    const size_t per = roundElems(comm, t, r.esz, al.vt[v].pieceCapBytes) * n;
+    const size_t o = al.vt[v].offset, cnt = al.vt[v].count, end = o + cnt;
+    t.pieceBytes = pieceBytes(comm->slotBytes, r.esz, al.vt[v].pieceCapBytes);
     if (n == 1) {
       t.steps.push_back(step(nullptr, nullptr, r.in(o), r.out(o), cnt * r.esz, true, true));
       plan->tasks.push_back(std::move(t));
       continue;
     }
     Conn *nx = r.next(v), *pv = r.prev(v);
-    for (size_t ro = 0; ro < cnt; ro += per) {
-      const size_t rc = std::min(per, cnt - ro);
-      auto off = [&](int c) { return o + ro + chunkOffset(rc, n, c); };
-      auto bytes = [&](int c) { return chunkCount(rc, n, c) * r.esz; };
+    const size_t cutRound = ringLastFullRound(o, cnt, n, q);
+    for (size_t ro = o / round * round; ro < end; ro += round) {
+      // Chunk c of this round, clipped to the VT's range (possibly empty: its steps move nothing).
+      auto off = [&](int c) { return std::clamp(ro + c * q, o, end); };
+      auto bytes = [&](int c) { return (off(c + 1) - off(c)) * r.esz; };
       // Reduce-scatter: after n-1 steps position p holds chunk p+1 fully reduced.
       t.steps.push_back(step(nullptr, nx, r.in(off(p)), nullptr, bytes(p), true));
       for (int s = 1; s < n - 1; s++) {
@@ -85,9 +89,9 @@ void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
         t.steps.push_back(step(pv, nx, r.in(off(c)), nullptr, bytes(c), true));
       }
       int c = (p + 1) % n;
-      // The cut: the last round's all-gather (n-1 hops) carries this CCT's records to every rank, if
-      // none of its chunks is empty.
-      if (ro + per >= cnt && rc >= static_cast<size_t>(n)) t.cutStep = t.steps.size();
+      // The cut: the all-gather of the last round with a part of every chunk (n-1 hops) carries this
+      // CCT's records to every rank.
+      if (ro / round == cutRound) t.cutStep = t.steps.size();
       t.steps.push_back(step(pv, nx, r.in(off(c)), r.out(off(c)), bytes(c), true, true));
       // All-gather of the reduced chunks.
       for (int s = 1; s < n - 1; s++) {

@@ -1,8 +1,11 @@
-// Tree algorithms. VTs alternate between two trees (Topology::mirrorTree): the tree rooted at the first
-// ring position and its mirror rooted at the last, so that a node's up/down load is spread as in NCCL's
-// double binary tree, on every NIC. The upward reduce and the downward broadcast of a node are separate
-// tasks that run concurrently (NCCL splits its warps the same way): a node still sending up must be able
-// to receive the first results coming down.
+// Tree algorithms over two trees: the tree rooted at the first ring position (or at the root) and its
+// mirror, so that a node's up/down load is spread as in NCCL's double binary tree. A reduction picks the
+// tree by element (plan.h treeSplit: the first half of the call on one, the second on the other), so an
+// element's order of reduction does not depend on its VT; since VTs take consecutive ranges, in VT order,
+// and VT v uses NIC v mod K, every NIC still carries both trees. Broadcast reduces nothing and picks by VT
+// (Topology::mirrorTree). The upward reduce and the downward broadcast of a node are separate tasks that
+// run concurrently (NCCL splits its warps the same way): a node still sending up must be able to receive
+// the first results coming down.
 #include "core/comm.h"
 #include "core/plan.h"
 #include "device/dtype.h"
@@ -16,6 +19,27 @@ struct TreeStep {
   void recvFrom(Conn* c) { s.recv[s.nrecv++] = c; }
   void sendTo(Conn* c) { s.send[s.nsend++] = c; }
 };
+
+// The parts of a VT's range on each tree: [offset, offset + count) of the call's elements, on the mirror or not.
+struct TreePart {
+  size_t offset, count;
+  bool mirror;
+};
+std::vector<TreePart> treeParts(const VtRange& r, size_t count) {
+  const size_t split = treeSplit(count), end = r.offset + r.count;
+  if (r.count == 0 || end <= split) return {{r.offset, r.count, false}};
+  if (r.offset >= split) return {{r.offset, r.count, true}};
+  return {{r.offset, split - r.offset, false}, {split, end - split, true}};
+}
+
+// A VT's second part starts on this rank once its first part's tasks are done: the two trees share the
+// VT's edges (a node's parent in one tree may be its child in the other), and a FIFO carries one task's
+// slots at a time. The first part alone is the one-tree algorithm, so it completes; the second finds every
+// edge it shares with the first drained of the first's slots, in order.
+// Tasks [from, end) of the plan wait for tasks [first, from).
+void afterPart(CctPlan* plan, size_t first, size_t from) {
+  for (size_t i = from; i < plan->tasks.size(); i++) plan->tasks[i].after = {first, from};
+}
 
 // A task of one data step (plus, later, telemetry steps), its range moved in pieces (plan.h).
 Task oneStep(precclComm* comm, const VtRange& range, int vt, const Step& s, size_t esz) {
@@ -74,17 +98,25 @@ Step headerStep(precclComm* comm, const TreeLinks& tl, int vt, bool up) {
 void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    TreeLinks tl = vtTree(comm->topo, comm->rank, v);
-    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
-    const char* src = static_cast<const char*>(a.sendbuff) + o;
-    char* dst = static_cast<char*>(a.recvbuff) + o;
-    Task up = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz);
-    cutBeforeLastPiece(&up, comm->slotBytes, esz);  // the last pieces up reach the root
-    plan->tasks.push_back(std::move(up));
-    if (tl.parent < 0) continue;
-    Task down = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz);
-    cutBeforeLastPiece(&down, comm->slotBytes, esz, true);  // and down from it
-    plan->tasks.push_back(std::move(down));
+    const size_t first = plan->tasks.size();
+    for (const TreePart& part : treeParts(al.vt[v], a.count)) {
+      const size_t from = plan->tasks.size();
+      TreeLinks tl = allReduceTree(comm->topo, comm->rank, part.mirror);
+      const size_t o = part.offset * esz, b = part.count * esz;
+      const char* src = static_cast<const char*>(a.sendbuff) + o;
+      char* dst = static_cast<char*>(a.recvbuff) + o;
+      Task up = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, src, dst, b, true), esz);
+      cutBeforeLastPiece(&up, comm->slotBytes, esz);  // the last pieces up reach the root
+      plan->tasks.push_back(std::move(up));
+      if (tl.parent < 0) {
+        if (from != first) afterPart(plan, first, from);
+        continue;
+      }
+      Task down = oneStep(comm, al.vt[v], v, downStep(comm, tl, v, nullptr, dst, b), esz);
+      cutBeforeLastPiece(&down, comm->slotBytes, esz, true);  // and down from it
+      plan->tasks.push_back(std::move(down));
+      if (from != first) afterPart(plan, first, from);
+    }
   }
 }
 
@@ -111,15 +143,20 @@ void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
   const size_t esz = dtypeSize(a.dtype);
   const bool tail = teleTailRuns(a, a.count * esz, comm->nranks);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    TreeLinks tl = vtTree(comm->topo, comm->rank, v, a.root);
-    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
-    char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
-    Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
-    if (tail) {
-      cutBeforeLastPiece(&t, comm->slotBytes, esz);
-      t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
+    const size_t first = plan->tasks.size();
+    for (const TreePart& part : treeParts(al.vt[v], a.count)) {
+      const size_t from = plan->tasks.size();
+      TreeLinks tl = treeLinks(comm->topo, comm->rank, a.root, part.mirror);
+      const size_t o = part.offset * esz, b = part.count * esz;
+      char* dst = tl.parent < 0 ? static_cast<char*>(a.recvbuff) + o : nullptr;
+      Task t = oneStep(comm, al.vt[v], v, upStep(comm, tl, v, static_cast<const char*>(a.sendbuff) + o, dst, b, false), esz);
+      if (tail) {
+        cutBeforeLastPiece(&t, comm->slotBytes, esz);
+        t.steps.push_back(headerStep(comm, tl, v, false));  // the root heard everyone: down to all
+      }
+      plan->tasks.push_back(std::move(t));
+      if (from != first) afterPart(plan, first, from);
     }
-    plan->tasks.push_back(std::move(t));
   }
 }
 

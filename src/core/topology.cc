@@ -68,9 +68,10 @@ int treeMaxSends(int n, bool up, bool down) {
 
 TreeLinks vtTree(const Topology& topo, int rank, int vt, int root) { return treeLinks(topo, rank, root, topo.mirrorTree(vt)); }
 
-TreeLinks vtTree(const Topology& topo, int rank, int vt) {
-  const bool mirror = topo.mirrorTree(vt);
+TreeLinks allReduceTree(const Topology& topo, int rank, bool mirror) {
   return treeLinks(topo, rank, mirror ? topo.order.back() : topo.order.front(), mirror);
 }
+
+TreeLinks vtTree(const Topology& topo, int rank, int vt) { return allReduceTree(topo, rank, topo.mirrorTree(vt)); }
 
 }  // namespace preccl

@@ -72,7 +72,9 @@ TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror);
 int treeMaxSends(int n, bool up, bool down);
 // VT vt's tree for a rooted collective (Broadcast, Reduce): rooted at `root`, mirrored per mirrorTree.
 TreeLinks vtTree(const Topology& topo, int rank, int vt, int root);
-// VT vt's tree for AllReduce: rooted at the first ring position, or, mirrored, at the last.
+// AllReduce's tree: rooted at the first ring position, or, mirrored, at the last.
+TreeLinks allReduceTree(const Topology& topo, int rank, bool mirror);
+// VT vt's AllReduce tree when trees are picked by VT (mirrorTree).
 TreeLinks vtTree(const Topology& topo, int rank, int vt);
 
 }  // namespace preccl

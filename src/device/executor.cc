@@ -52,6 +52,12 @@ struct Exec {
     maxInto(plan.now[t.vt], r);
   }
 
+  bool started(const Task& t) const {
+    for (size_t i = t.after.first; i < t.after.second; i++)
+      if (!plan.tasks[i].done()) return false;
+    return true;
+  }
+
   // Moves one task forward as far as its FIFOs allow.
   Adv advance(Task& t) {
     bool moved = false;
@@ -159,12 +165,12 @@ struct Exec {
     return all;
   }
 
-  // Calls fn(conn, blocked) on every edge the unfinished tasks' current steps use, and on every staged
+  // Calls fn(conn, blocked) on every edge the running tasks' current steps use, and on every staged
   // edge with slots still to hand over; stops at the first that returns true.
   template <typename Fn>
   Conn* findEdge(Fn fn) {
     for (Task& t : plan.tasks) {
-      if (t.done()) continue;
+      if (t.done() || !started(t)) continue;
       const Step& s = t.steps[t.cur];
       for (int i = 0; i < s.nrecv; i++)
         if (fn(s.recv[i], !s.recv[i]->recv.ready())) return s.recv[i];
@@ -210,6 +216,10 @@ struct Exec {
       bool moved = false, all = true;
       for (Task& t : plan.tasks) {
         if (t.done()) continue;
+        if (!started(t)) {
+          all = false;
+          continue;
+        }
         Adv a = advance(t);
         if (a == Adv::Error) return fault->code;
         moved |= a == Adv::Moved;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "device/reduce.h"
@@ -46,6 +47,9 @@ struct Task {
   size_t cutStep = kNoCut;
   size_t cutOff = 0;
   bool cutRelay = false;
+  // The plan's tasks [after.first, after.second) must be done before this one starts (two tasks of one VT
+  // that share an edge's FIFO: plan_tree.cc). Empty: starts at once.
+  std::pair<size_t, size_t> after{0, 0};
   // Progress.
   size_t cur = 0;
   size_t off = 0;
