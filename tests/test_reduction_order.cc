@@ -7,6 +7,7 @@
 // within the rounding such a reduction can add, so identical garbage fails too.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "harness.h"
@@ -19,6 +20,12 @@ namespace {
 double orderInput(int op, int rank, size_t i) {
   if (op == kProd) return 1.0 + 0.0371 * double((rank * 7 + i) % 13) / 3.0;  // near 1: no overflow
   return 0.1 * (rank + 1) + 0.0013 * double(i % 1009) / 3.0;
+}
+
+std::string exact(double x) {
+  char b[40];
+  snprintf(b, sizeof(b), "%.17g", x);
+  return b;
 }
 
 precclRedOp_t redOp(int op) { return op == kProd ? precclProd : op == kAvg ? precclAvg : precclSum; }
@@ -81,8 +88,7 @@ bool nearReference(Rank& v, const Shape& s, precclDataType_t t, int op, const st
     if (op == kAvg) want /= v.nranks;
     const double g = loadValue(t, got.data(), i);
     if (!(std::fabs(g - want) <= tolerance(t, v.nranks) * std::fabs(want)))
-      return v.check(false, what + ": element " + std::to_string(i) + " is " + std::to_string(g) + ", the exact result " +
-                                std::to_string(want));
+      return v.check(false, what + ": element " + std::to_string(i) + " is " + exact(g) + ", the exact result " + exact(want));
   }
   return true;
 }
@@ -126,8 +132,8 @@ void orderBody(Rank& r) {
               while (i + typeSize(t) <= got.size() && !memcmp(&got[i], &first[i], typeSize(t))) i += typeSize(t);
               r.fail(what + ": with " + std::to_string(variants[k].nvts) + " VTs (" + variants[k].policy + ", call " +
                      std::to_string(call + 1) + ") element " + std::to_string(i / typeSize(t)) + " is " +
-                     std::to_string(loadValue(t, got.data(), i / typeSize(t))) + ", with 2 VTs " +
-                     std::to_string(loadValue(t, first.data(), i / typeSize(t))));
+                     exact(loadValue(t, got.data(), i / typeSize(t))) + ", with 2 VTs " +
+                     exact(loadValue(t, first.data(), i / typeSize(t))));
               return;
             }
         }
