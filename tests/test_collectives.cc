@@ -163,6 +163,27 @@ TEST_CASE("collectives shm tree", "[collectives][shm][tree]") {
   matrixGroup(8, Transport::Shm, 2, "tree", treeMatrix(true), 480);
 }
 
+// The ring AllReduce's chunk (core/plan.h ringChunkElems) against the smallest FIFO: 64 KiB slots, so
+// every piece is the smallest the model allows, and 2 or 8 of them. A chunk that filled the FIFO hung
+// the ring: each rank's step after the first waited for room only the next rank's same step makes.
+TEST_CASE("ring AllReduce chunks never fill the smallest FIFO", "[collectives][shm]") {
+  for (const char* nslots : {"2", "8"})
+    for (int n : {2, 3}) {
+      GroupOptions opt;
+      opt.env = localEnv(Transport::Shm, 3, "ring");
+      opt.env.push_back({"PRECCL_SLOT_BYTES", "65536"});
+      opt.env.push_back({"PRECCL_NSLOTS", nslots});
+      opt.timeoutSec = 120;
+      GroupResult g = runGroup(n, opt, [](Rank& r) {
+        uint32_t seed = 900;
+        for (precclDataType_t t : {precclFloat, precclHalf})
+          for (bool inPlace : {false, true})
+            runCase(r, Case{Coll::AllReduce, t, kSum, (size_t(24) << 20) / typeSize(t) + 5, inPlace, 0, seed++});
+      });
+      reportToCatch(std::string("ring AllReduce, 64 KiB slots x ") + nslots + ", n=" + std::to_string(n), g);
+    }
+}
+
 // ---- sockets only (loopback) ----
 
 TEST_CASE("collectives socket 2 ranks ring 3 VTs", "[collectives][socket]") {

@@ -62,12 +62,15 @@ inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
 //
 // Ring AllReduce: a grid of chunks over the whole call. Element i is in chunk (i / q) mod n of round
 // i / (n q), whichever VT carries it, and chunk c's sum starts at ring position c. q follows the count
-// (about 32 rounds a call, at least 4 KiB) and is bounded by a FIFO of the smallest pieces: a round's
-// first step sends without receiving, and a step larger than the FIFO would deadlock the ring.
-constexpr size_t kRingRoundsPerCall = 32;
-constexpr size_t kRingMinChunkBytes = 4096;
+// (8 rounds a call: a VT with an equal share of up to 8 holds a whole round, so every rank of its ring
+// works at once; at least 32 KiB: every step costs a hand-off, through the proxy on sockets, and below
+// that the hand-offs dominate mid-size calls) and is bounded by a FIFO of the smallest pieces less one
+// slot: a round's first step sends without receiving, and if it filled the FIFO, every rank's next step
+// (receive one piece, send one) would wait for room that only the next rank's same step makes.
+constexpr size_t kRingRoundsPerCall = 8;
+constexpr size_t kRingMinChunkBytes = 32768;
 inline size_t ringChunkElems(size_t count, int n, size_t esz, uint32_t nslots, size_t slotBytes) {
-  const size_t fifo = nslots * pieceBytes(slotBytes, esz, kMinPieceCapBytes) / esz;
+  const size_t fifo = (nslots - 1) * pieceBytes(slotBytes, esz, kMinPieceCapBytes) / esz;
   const size_t want = std::max(count / (kRingRoundsPerCall * std::max(1, n)), kRingMinChunkBytes / esz);
   return std::max<size_t>(1, std::min(want, fifo));
 }

@@ -70,6 +70,9 @@ precclResult_t SocketTransport::listen(const std::vector<NetIf>& nics, RankInfo*
 }
 
 precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt) {
+  // Both ends: an accepted socket does not inherit it, and Nagle's wait for an acknowledgement that the
+  // peer delays holds back every frame smaller than a segment (small pieces, header-only slots).
+  setNoDelay(fd);
   if (fixedBufferBytes_ > 0) {
     const int got = setSocketBuffers(fd, fixedBufferBytes_);
     if (got < 2 * fixedBufferBytes_)
