@@ -163,9 +163,9 @@ TEST_CASE("collectives shm tree", "[collectives][shm][tree]") {
   matrixGroup(8, Transport::Shm, 2, "tree", treeMatrix(true), 480);
 }
 
-// The ring AllReduce's chunk (core/plan.h ringChunkElems) against the smallest FIFO: 64 KiB slots, so
-// every piece is the smallest the model allows, and 2 or 8 of them. A chunk that filled the FIFO hung
-// the ring: each rank's step after the first waited for room only the next rank's same step makes.
+// The ring AllReduce's steps against the smallest FIFO: 64 KiB slots, so every piece is the smallest the
+// model allows, and 2 or 8 of them. A step that filled the FIFO hung the ring (an earlier chunk grid did):
+// each rank's step after a send-only one waited for room that only the next rank's same step makes.
 TEST_CASE("ring AllReduce chunks never fill the smallest FIFO", "[collectives][shm]") {
   for (const char* nslots : {"2", "8"})
     for (int n : {2, 3}) {

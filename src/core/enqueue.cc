@@ -79,7 +79,7 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
 }
 
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
-// holds a part of every chunk in some round (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
+// holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
 // with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
 // whose telemetry tail ran. Every rank computes the same answer from the same allocation, so all agree on
 // whether the epoch's telemetry is complete.
@@ -89,8 +89,7 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const Vt
   switch (a.coll) {
     case Coll::AllReduce: {
       if (tree) return vtCount > 0;
-      const size_t q = ringChunkElems(a.count, comm->nranks, dtypeSize(a.dtype), comm->nslots, comm->slotBytes);
-      return ringLastFullRound(range.offset, vtCount, comm->nranks, q) != SIZE_MAX;
+      return ringEveryChunk(range.offset, vtCount, comm->nranks, ringBlockElems(dtypeSize(a.dtype)));
     }
     case Coll::AllGather:
     case Coll::ReduceScatter: return vtCount > 0;

@@ -60,28 +60,26 @@ inline size_t pieceBytes(size_t slotBytes, size_t esz, size_t capBytes) {
 // the ranks, never on which VT carries it, so a float result has the same bits whatever the allocation,
 // the mask or a retry (docs/architecture.md, "Reduction order").
 //
-// Ring AllReduce: a grid of chunks over the whole call. Element i is in chunk (i / q) mod n of round
-// i / (n q), whichever VT carries it, and chunk c's sum starts at ring position c. q follows the count
-// (8 rounds a call: a VT with an equal share of up to 8 holds a whole round, so every rank of its ring
-// works at once; at least 32 KiB: every step costs a hand-off, through the proxy on sockets, and below
-// that the hand-offs dominate mid-size calls) and is bounded by a FIFO of the smallest pieces less one
-// slot: a round's first step sends without receiving, and if it filled the FIFO, every rank's next step
-// (receive one piece, send one) would wait for room that only the next rank's same step makes.
-constexpr size_t kRingRoundsPerCall = 8;
-constexpr size_t kRingMinChunkBytes = 32768;
-inline size_t ringChunkElems(size_t count, int n, size_t esz, uint32_t nslots, size_t slotBytes) {
-  const size_t fifo = (nslots - 1) * pieceBytes(slotBytes, esz, kMinPieceCapBytes) / esz;
-  const size_t want = std::max(count / (kRingRoundsPerCall * std::max(1, n)), kRingMinChunkBytes / esz);
-  return std::max<size_t>(1, std::min(want, fifo));
+// Ring AllReduce: the call's elements are cut into blocks of ringBlockElems, and block k belongs to
+// chunk k mod n, whichever VT carries it; chunk c's sum starts at ring position c. A VT's chunk c is the
+// part of its range in chunk c's blocks, a strided run of memory (Step::blockBytes) holding nearly 1/n of
+// the range whatever the range, so the VT's rounds (one piece of every chunk, as in NCCL's ring loop)
+// keep every rank of its ring at work, and a step is still one piece.
+constexpr size_t kRingBlockBytes = 8192;
+inline size_t ringBlockElems(size_t esz) { return std::max<size_t>(1, kRingBlockBytes / esz); }
+// How many of the elements below x are in chunk c (blocks of b elements, n chunks).
+inline size_t ringChunkBelow(size_t x, int n, int c, size_t b) {
+  const size_t nb = b * n, r = x % nb, lo = b * c;
+  return x / nb * b + (r > lo ? std::min(r - lo, b) : 0);
 }
-// The last round of the grid in which a VT's range [offset, offset + count) holds a part of every chunk,
-// or SIZE_MAX when none does: from there the all-gather's n-1 hops all carry slots (the telemetry cut).
-inline size_t ringLastFullRound(size_t offset, size_t count, int n, size_t q) {
-  if (count == 0) return SIZE_MAX;
-  const size_t round = q * n, end = offset + count;
-  for (size_t r = (end - 1) / round + 1; r-- > offset / round;)
-    if (offset < r * round + q && end > r * round + (n - 1) * q) return r;
-  return SIZE_MAX;
+// The index of chunk c's k-th element.
+inline size_t ringChunkElem(size_t k, int n, int c, size_t b) { return k / b * b * n + b * c + k % b; }
+// Whether every chunk has a part in [offset, offset + count): then every round up to the shortest part's
+// last one sends on every hop (the telemetry cut and the cargo rely on it).
+inline bool ringEveryChunk(size_t offset, size_t count, int n, size_t b) {
+  for (int c = 0; c < n; c++)
+    if (ringChunkBelow(offset + count, n, c, b) == ringChunkBelow(offset, n, c, b)) return false;
+  return true;
 }
 
 // Trees (AllReduce and Reduce): the elements below treeSplit(count) follow the first tree, the rest its

@@ -63,9 +63,9 @@ static size_t roundElems(precclComm* comm, Task& t, size_t esz, size_t capBytes)
 void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   RingCtx r = ctx(comm, a);
   const int n = r.n, p = r.p;
-  // Chunks on the call's grid (plan.h ringChunkElems), not on the VT's range: an element's sum starts at
-  // the same rank whichever VT carries it.
-  const size_t q = ringChunkElems(a.count, n, r.esz, comm->nslots, comm->slotBytes), round = q * n;
+  // Chunks are the call's blocks (plan.h ringBlockElems), not parts of the VT's range: an element's sum
+  // starts at the same rank whichever VT carries it.
+  const size_t b = ringBlockElems(r.esz);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     Task t;
     t.vt = v;
@@ -76,30 +76,39 @@ void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
       plan->tasks.push_back(std::move(t));
       continue;
     }
+    const size_t per = t.pieceBytes / r.esz;
+    std::vector<size_t> first(n), len(n);
+    size_t longest = 0, shortest = SIZE_MAX;
+    for (int c = 0; c < n; c++) {
+      first[c] = ringChunkBelow(o, n, c, b);
+      len[c] = ringChunkBelow(end, n, c, b) - first[c];
+      longest = std::max(longest, len[c]);
+      shortest = std::min(shortest, len[c]);
+    }
+    const size_t rounds = (longest + per - 1) / per;
+    // The cut: the all-gather of the last round in which every chunk has a piece (n-1 hops) carries this
+    // CCT's records to every rank.
+    const size_t cutRound = shortest > 0 ? (shortest + per - 1) / per - 1 : SIZE_MAX;
     Conn *nx = r.next(v), *pv = r.prev(v);
-    const size_t cutRound = ringLastFullRound(o, cnt, n, q);
-    for (size_t ro = o / round * round; ro < end; ro += round) {
-      // Chunk c of this round, clipped to the VT's range (possibly empty: its steps move nothing).
-      auto off = [&](int c) { return std::clamp(ro + c * q, o, end); };
-      auto bytes = [&](int c) { return (off(c + 1) - off(c)) * r.esz; };
+    for (size_t ro = 0; ro < rounds; ro++) {
+      // This round's piece of chunk c: a strided step, empty once the chunk's part is used up.
+      auto part = [&](Conn* recv, Conn* send, int c, bool useIn, bool useOut, bool reduce, bool post) {
+        const size_t k = ro * per, bytes = k < len[c] ? std::min(per, len[c] - k) * r.esz : 0;
+        const size_t e = bytes ? ringChunkElem(first[c] + k, n, c, b) : o;
+        Step s = step(recv, send, useIn ? r.in(e) : nullptr, useOut ? r.out(e) : nullptr, bytes, reduce, post);
+        s.blockBytes = b * r.esz;
+        s.strideBytes = b * n * r.esz;
+        s.headBytes = (b - (first[c] + k) % b) * r.esz;
+        return s;
+      };
       // Reduce-scatter: after n-1 steps position p holds chunk p+1 fully reduced.
-      t.steps.push_back(step(nullptr, nx, r.in(off(p)), nullptr, bytes(p), true));
-      for (int s = 1; s < n - 1; s++) {
-        int c = (p - s + n) % n;
-        t.steps.push_back(step(pv, nx, r.in(off(c)), nullptr, bytes(c), true));
-      }
-      int c = (p + 1) % n;
-      // The cut: the all-gather of the last round with a part of every chunk (n-1 hops) carries this
-      // CCT's records to every rank.
-      if (ro / round == cutRound) t.cutStep = t.steps.size();
-      t.steps.push_back(step(pv, nx, r.in(off(c)), r.out(off(c)), bytes(c), true, true));
+      t.steps.push_back(part(nullptr, nx, p, true, false, true, false));
+      for (int s = 1; s < n - 1; s++) t.steps.push_back(part(pv, nx, (p - s + n) % n, true, false, true, false));
+      if (ro == cutRound) t.cutStep = t.steps.size();
+      t.steps.push_back(part(pv, nx, (p + 1) % n, true, true, true, true));
       // All-gather of the reduced chunks.
-      for (int s = 1; s < n - 1; s++) {
-        c = (p + 1 - s + n) % n;
-        t.steps.push_back(step(pv, nx, nullptr, r.out(off(c)), bytes(c), false));
-      }
-      c = (p + 2) % n;
-      t.steps.push_back(step(pv, nullptr, nullptr, r.out(off(c)), bytes(c), false));
+      for (int s = 1; s < n - 1; s++) t.steps.push_back(part(pv, nx, (p + 1 - s + n) % n, false, true, false, false));
+      t.steps.push_back(part(pv, nullptr, (p + 2) % n, false, true, false, false));
     }
     plan->tasks.push_back(std::move(t));
   }

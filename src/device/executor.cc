@@ -106,19 +106,24 @@ struct Exec {
         if (h.teleEpoch == plan.epoch) maxInto(plan.now[t.vt], h.tele);
         else if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }
-      void* outs[3];
-      int nout = 0;
-      if (s.dst) outs[nout++] = s.dst + t.off;
-      for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot();
-      const char* src = s.src ? s.src + t.off : nullptr;
-      if (piece == 0) {
-        // header only: nothing to combine or copy
-      } else if (s.reduce) {
-        reduceCopy(plan.op, plan.dtype, piece / plan.elemBytes, src, ins, s.nrecv, outs, nout, s.post);
-      } else {
-        const void* from = src ? src : ins[0];
-        for (int i = 0; i < nout; i++)
-          if (outs[i] != from) memcpy(outs[i], from, piece);
+      // The piece in runs that are contiguous in the caller's memory (one, unless the step is strided).
+      for (size_t done = 0; done < piece;) {
+        const size_t run = std::min(piece - done, s.runFrom(t.off + done)), mem = s.memOffset(t.off + done);
+        const void* in[2];
+        for (int i = 0; i < s.nrecv; i++) in[i] = static_cast<const char*>(ins[i]) + done;
+        void* outs[3];
+        int nout = 0;
+        if (s.dst) outs[nout++] = s.dst + mem;
+        for (int i = 0; i < s.nsend; i++) outs[nout++] = s.send[i]->send.slot() + done;
+        const char* src = s.src ? s.src + mem : nullptr;
+        if (s.reduce) {
+          reduceCopy(plan.op, plan.dtype, run / plan.elemBytes, src, in, s.nrecv, outs, nout, s.post);
+        } else {
+          const void* from = src ? src : in[0];
+          for (int i = 0; i < nout; i++)
+            if (outs[i] != from) memcpy(outs[i], from, run);
+        }
+        done += run;
       }
       for (int i = 0; i < s.nsend; i++) {
         Conn* c = s.send[i];

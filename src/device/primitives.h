@@ -30,6 +30,20 @@ struct Step {
   // A header-only slot (bytes == 0): carries the telemetry cargo and nothing else. Chains use it to
   // send the last rank's records around the ring (see docs/telemetry.md).
   bool headerOnly = false;
+  // Strided steps (the ring AllReduce's chunks, core/plan.h): byte x of the step lies in src/dst at
+  // memOffset(x): the first headBytes contiguous, then blocks of blockBytes every strideBytes.
+  // blockBytes == 0: contiguous.
+  size_t blockBytes = 0, strideBytes = 0, headBytes = 0;
+  size_t memOffset(size_t x) const {
+    if (blockBytes == 0 || x < headBytes) return x;
+    const size_t y = x - headBytes;
+    return headBytes + (strideBytes - blockBytes) + y / blockBytes * strideBytes + y % blockBytes;
+  }
+  // Bytes from x on that are contiguous in memory.
+  size_t runFrom(size_t x) const {
+    if (blockBytes == 0) return SIZE_MAX;
+    return x < headBytes ? headBytes - x : blockBytes - (x - headBytes) % blockBytes;
+  }
 };
 
 struct Task {
