@@ -90,6 +90,8 @@ precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, i
     s.lastStallNs = c.lastStallNs;
     s.share = c.lastShare;
     s.estimateNs = modelEstimateNs(comm->policy.model, v, c.lastBytes);
+    s.state = (comm->liveMask >> v) & 1 ? precclVtLive : precclVtMasked;
+    s.stateEpoch = comm->vtStateEpoch[v];
   }
   *n = comm->nVTs;
   return precclSuccess;

@@ -61,9 +61,16 @@ struct precclComm {
   // one, and the newest epoch whose records every rank holds identically.
   uint64_t pendingEpoch = ~0ull;
   std::vector<preccl::VtRecord> pendingRec;
-  // In-place AlltoAll stages its input here (kept across calls: grown, never shrunk, freed with the comm).
+  // In-place AlltoAll stages its input here, and so do in-place reductions when a retry may need their
+  // input (kept across calls: grown, never shrunk, freed with the comm).
   std::unique_ptr<char, void (*)(void*)> staging{nullptr, free};
   size_t stagingBytes = 0;
+  // Partial failures (docs/failures.md): the VTs not masked (bit v = VT v), how many attempts were
+  // aborted on this communicator, and since when every abort named every live VT (0: not so).
+  uint64_t liveMask = ~0ull;
+  uint64_t aborts = 0;
+  uint64_t noVtLeftSinceNs = 0;
+  std::vector<uint64_t> vtStateEpoch;  // per VT: the epoch its live/masked state last changed at
   preccl::EpochTelemetry tele;
   bool haveTele = false;
   preccl::PolicyState policy;

@@ -125,6 +125,8 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   comm->topo.build(comm->infos, rank, shmDisable, comm->nVTs);
   comm->conns.resize(nranks, comm->nVTs);
   comm->vtStats.assign(comm->nVTs, VtCounters{});
+  comm->liveMask = comm->nVTs >= 64 ? ~0ull : (1ull << comm->nVTs) - 1;
+  comm->vtStateEpoch.assign(comm->nVTs, 0);
   // VTs that share a NIC on every host share its bandwidth: the policy treats them as one link.
   comm->policy.vtGroup.assign(comm->nVTs, -1);
   if (comm->topo.sharedNics > 0)

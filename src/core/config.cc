@@ -4,6 +4,7 @@
 
 #include "core/debug.h"
 #include "core/env.h"
+#include "policy/detect.h"
 #include "transport/fifo.h"
 
 namespace preccl {
@@ -23,6 +24,8 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
     return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_SOCKET_BUFFER={} is not in 0..1G", c->socketBuffer);
   c->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("TREE_MAX_BYTES", 64 * 1024)));
   c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;
+  c->retry = envInt("RETRY", 1) != 0;
+  c->detectMs = static_cast<uint32_t>(std::clamp<int64_t>(envInt("DETECT_MS", kDetectMsDefault), 50, 600000));
   std::string algo = envString("ALGO", "");
   if (algo.empty()) c->algo = Algo::Auto;
   else if (algo == "ring" || algo == "Ring") c->algo = Algo::Ring;

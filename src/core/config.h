@@ -25,6 +25,8 @@ struct Config {
   size_t treeMaxBytes = 64 * 1024;   // PRECCL_TREE_MAX_BYTES: Auto uses the tree below this
   PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY
   bool checkAlloc = false;           // PRECCL_CHECK_ALLOC=1: every slot carries the allocation digest
+  bool retry = true;                 // PRECCL_RETRY=0: a failed path fails the call (no commit, abort, retry)
+  uint32_t detectMs = 500;           // PRECCL_DETECT_MS: a path with nothing acknowledged this long is dead
   std::string commName;
 };
 

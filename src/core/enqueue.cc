@@ -73,10 +73,12 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
   // The policies shift ranges of the ring and tree families; the point-to-point families stay equal.
   const bool shifts = a.coll == Coll::AllReduce || a.coll == Coll::AllGather || a.coll == Coll::ReduceScatter ||
                       a.coll == Coll::Broadcast || a.coll == Coll::Reduce;
-  if (!shifts || comm->cfg.policy == PolicyKind::Static) return staticAllocation(req);
+  if (!shifts || comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, comm->liveMask);
   return decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, tree), comm->haveTele ? &comm->tele : nullptr,
-                kAllHealthy);
+                comm->liveMask);
 }
+
+static bool liveVt(const precclComm* comm, int v) { return v < 64 && ((comm->liveMask >> v) & 1); }
 
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
 // holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
@@ -104,6 +106,7 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const Vt
 // gets the same answer (the planners decide from the allocation).
 static void settleCuts(precclComm* comm, CctPlan& plan) {
   std::vector<char> cut(comm->nVTs, 0);
+  for (int v = 0; v < comm->nVTs; v++) cut[v] = !liveVt(comm, v);  // a masked VT carries no records
   for (const Task& t : plan.tasks)
     if (t.cutStep != Task::kNoCut && t.vt >= 0 && t.vt < comm->nVTs) cut[t.vt] = 1;
   plan.cuts = comm->nranks > 1 && std::all_of(cut.begin(), cut.end(), [](char c) { return c != 0; });
@@ -115,7 +118,8 @@ static void settleCuts(precclComm* comm, CctPlan& plan) {
 // (the model uses the slowest rank's elapsed time and the largest byte count, so the maxima are its input).
 static void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vector<VtRecord>& maxima) {
   comm->tele.reset(epoch, 1, comm->nVTs);
-  for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = maxima[v];
+  // A masked VT's row holds only what this rank saw: empty everywhere, so that every rank holds the same.
+  for (int v = 0; v < comm->nVTs; v++) comm->tele.at(0, v) = liveVt(comm, v) ? maxima[v] : VtRecord{};
   comm->haveTele = true;
 }
 
@@ -134,7 +138,7 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
   }
   if (plan.teleEpoch != CctPlan::kNoTele) {
     bool complete = true;
-    for (int v = 0; v < comm->nVTs; v++) complete &= disseminates(comm, a, tree, al.vt[v]);
+    for (int v = 0; v < comm->nVTs; v++) complete &= !liveVt(comm, v) || disseminates(comm, a, tree, al.vt[v]);
     if (!complete) {
       comm->pendingRec = plan.cargo;  // pendingEpoch stays
       return;
@@ -153,29 +157,27 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
   }
 }
 
-precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
-  std::lock_guard<std::mutex> lock(comm->execMutex);
-  if (int e = comm->asyncError.load(); e != precclSuccess)
-    return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->errorText()));
-  CctArgs a = args;
-  // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
-  if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0) {
-    size_t bytes = a.count * comm->nranks * dtypeSize(a.dtype);
-    if (comm->stagingBytes < bytes) {
-      comm->staging.reset(static_cast<char*>(malloc(bytes)));
-      comm->stagingBytes = comm->staging ? bytes : 0;
-      if (!comm->staging) return PRECCL_ERR(comm, precclSystemError, "AlltoAll: cannot allocate {} B for in-place staging", bytes);
-    }
-    memcpy(comm->staging.get(), a.sendbuff, bytes);
-    a.sendbuff = comm->staging.get();
+// The tasks of masked VTs go (a planner may add a header-only tail on a VT without bytes); `after` ranges
+// name tasks of one VT, so they stay contiguous and only move.
+static void dropMaskedTasks(precclComm* comm, CctPlan& plan) {
+  if (std::all_of(plan.tasks.begin(), plan.tasks.end(), [&](const Task& t) { return liveVt(comm, t.vt); })) return;
+  std::vector<size_t> newIndex(plan.tasks.size() + 1);
+  std::vector<Task> kept;
+  for (size_t i = 0; i < plan.tasks.size(); i++) {
+    newIndex[i] = kept.size();
+    if (liveVt(comm, plan.tasks[i].vt)) kept.push_back(std::move(plan.tasks[i]));
   }
-  CctPlan plan;
+  newIndex[plan.tasks.size()] = kept.size();
+  for (Task& t : kept) t.after = {newIndex[t.after.first], newIndex[t.after.second]};
+  plan.tasks = std::move(kept);
+}
+
+// One attempt's plan under the current mask.
+static precclResult_t buildPlan(precclComm* comm, const CctArgs& a, bool tree, CctPlan& plan, Allocation& al) {
   plan.epoch = comm->epoch;
   plan.dtype = a.dtype;
   plan.elemBytes = dtypeSize(a.dtype);
   plan.op = a.op;
-  Allocation al;
-  const bool tree = a.coll != Coll::P2P && useTree(comm, a);
   const bool timed = comm->traceFd >= 0;  // the clock reads are for the trace: none on the common path
   if (a.coll != Coll::P2P && comm->pendingEpoch != CctPlan::kNoTele) {
     plan.teleEpoch = comm->pendingEpoch;
@@ -184,57 +186,167 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   if (a.coll == Coll::P2P) {
     std::string why;
     if (!planP2P(comm, a, &plan, &why)) return PRECCL_ERR(comm, precclInvalidUsage, "{}", why);
-  } else {
-    const uint64_t t0 = timed ? nowNs() : 0;
-    al = allocate(comm, a, tree);
-    if (timed) comm->lastDecideNs = nowNs() - t0;
-    if (!al.coversExactly(a.count))
-      return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
-    plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
-    plan.checkDigest = comm->cfg.checkAlloc;
-    switch (a.coll) {
-      case Coll::AllReduce:
-        tree ? planTreeAllReduce(comm, a, al, &plan) : planRingAllReduce(comm, a, al, &plan);
-        break;
-      case Coll::Broadcast:
-        tree ? planTreeBroadcast(comm, a, al, &plan) : planRingBroadcast(comm, a, al, &plan);
-        break;
-      case Coll::Reduce:
-        tree ? planTreeReduce(comm, a, al, &plan) : planRingReduce(comm, a, al, &plan);
-        break;
-      case Coll::AllGather: planRingAllGather(comm, a, al, &plan); break;
-      case Coll::ReduceScatter: planRingReduceScatter(comm, a, al, &plan); break;
-      case Coll::AlltoAll: planAlltoAll(comm, a, al, &plan); break;
-      case Coll::Gather: planGather(comm, a, al, &plan); break;
-      case Coll::Scatter: planScatter(comm, a, al, &plan); break;
-      case Coll::P2P: break;
-    }
-    settleCuts(comm, plan);
-    // Only a tree's sockets are sized (on up to its sends per rank, allocKey's wireNum): its flows run
-    // apart on autotuned buffers. Rings and chains gain little from the bound, and a flow with a bounded
-    // window loses its share of a link to another tenant's TCP flows (docs/results-archive.md, "Every row at the
-    // current code").
-    if (tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
+    dropMaskedTasks(comm, plan);
+    return precclSuccess;
   }
-  const uint64_t tExec = timed ? nowNs() : 0;
-  ExecCtx ctx;
-  ctx.rank = comm->rank;
-  ctx.slotBytes = comm->slotBytes;
-  ctx.timeoutNs = comm->cfg.timeoutMs * 1000000ull;
-  ctx.bell = comm->bell;
-  ctx.abort = &comm->abortFlag;
-  ctx.vtStats = &comm->vtStats;
-  ctx.edges = &comm->conns;
-  ExecFault fault;
-  precclResult_t res = execute(ctx, plan, &fault);
-  if (timed) comm->lastExecNs = nowNs() - tExec;
-  if (res != precclSuccess) {
-    // No VT is masked yet: any fault fails the communicator, since the FIFOs may hold a half-finished CCT
-    // and later calls must fail fast.
+  const uint64_t t0 = timed ? nowNs() : 0;
+  al = allocate(comm, a, tree);
+  if (timed) comm->lastDecideNs = nowNs() - t0;
+  if (!al.coversExactly(a.count))
+    return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
+  plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
+  plan.checkDigest = comm->cfg.checkAlloc;
+  switch (a.coll) {
+    case Coll::AllReduce:
+      tree ? planTreeAllReduce(comm, a, al, &plan) : planRingAllReduce(comm, a, al, &plan);
+      break;
+    case Coll::Broadcast:
+      tree ? planTreeBroadcast(comm, a, al, &plan) : planRingBroadcast(comm, a, al, &plan);
+      break;
+    case Coll::Reduce:
+      tree ? planTreeReduce(comm, a, al, &plan) : planRingReduce(comm, a, al, &plan);
+      break;
+    case Coll::AllGather: planRingAllGather(comm, a, al, &plan); break;
+    case Coll::ReduceScatter: planRingReduceScatter(comm, a, al, &plan); break;
+    case Coll::AlltoAll: planAlltoAll(comm, a, al, &plan); break;
+    case Coll::Gather: planGather(comm, a, al, &plan); break;
+    case Coll::Scatter: planScatter(comm, a, al, &plan); break;
+    case Coll::P2P: break;
+  }
+  dropMaskedTasks(comm, plan);
+  settleCuts(comm, plan);
+  // Only a tree's sockets are sized (on up to its sends per rank, allocKey's wireNum): its flows run
+  // apart on autotuned buffers. Rings and chains gain little from the bound, and a flow with a bounded
+  // window loses its share of a link to another tenant's TCP flows (docs/results-archive.md, "Every row at the
+  // current code").
+  if (tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
+  return precclSuccess;
+}
+
+// The bytes of the caller's input that the CCT itself overwrites before every rank is done with them
+// (in-place reductions), so that a retry would not find them: 0 when there are none.
+static size_t overwrittenInputBytes(const precclComm* comm, const CctArgs& a) {
+  const size_t esz = dtypeSize(a.dtype);
+  switch (a.coll) {
+    case Coll::AllReduce: return a.sendbuff == a.recvbuff ? a.count * esz : 0;
+    case Coll::Reduce: return a.sendbuff == a.recvbuff && comm->rank == a.root ? a.count * esz : 0;
+    case Coll::ReduceScatter:
+      return static_cast<const char*>(a.sendbuff) + comm->rank * a.count * esz == a.recvbuff ? comm->nranks * a.count * esz : 0;
+    default: return 0;
+  }
+}
+
+// Copies the input into the communicator's staging buffer and points the call at the copy.
+static precclResult_t stageInput(precclComm* comm, CctArgs& a, size_t bytes) {
+  if (comm->stagingBytes < bytes) {
+    comm->staging.reset(static_cast<char*>(malloc(bytes)));
+    comm->stagingBytes = comm->staging ? bytes : 0;
+    if (!comm->staging)
+      return PRECCL_ERR(comm, precclSystemError, "{}: cannot allocate {} B to stage an in-place input", collName(a.coll), bytes);
+  }
+  memcpy(comm->staging.get(), a.sendbuff, bytes);
+  a.sendbuff = comm->staging.get();
+  return precclSuccess;
+}
+
+// The ring neighbours' edges on the live VTs: every rank reaches every other through them on any one VT.
+static std::vector<Conn*> notifyEdges(precclComm* comm) {
+  std::vector<Conn*> e;
+  const int next = comm->topo.ringNext(comm->rank), prev = comm->topo.ringPrev(comm->rank);
+  for (int v = 0; v < comm->nVTs; v++) {
+    if (!liveVt(comm, v)) continue;
+    for (int peer : {next, prev})
+      if (Conn* c = peer != comm->rank ? connTo(comm, peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
+        e.push_back(c);
+  }
+  return e;
+}
+
+static std::string vtList(uint64_t mask) {
+  std::vector<int> vts;
+  for (int v = 0; v < 64; v++)
+    if ((mask >> v) & 1) vts.push_back(v);
+  return fmt::format("{}", fmt::join(vts, ","));
+}
+
+// After an agreed abort: masks the failed VTs, or, when none would be left, keeps them for another try
+// until PRECCL_TIMEOUT has passed since the first such abort (a host whose every NIC blinks recovers).
+static precclResult_t afterAbort(precclComm* comm, const ExecFault& fault, uint32_t attempt) {
+  comm->aborts++;
+  const uint64_t failed = fault.failedVts & comm->liveMask;
+  if (failed != 0 && failed != comm->liveMask) {
+    comm->liveMask &= ~failed;
+    comm->noVtLeftSinceNs = 0;
+    for (int v = 0; v < comm->nVTs; v++)
+      if ((failed >> v) & 1) comm->vtStateEpoch[v] = comm->epoch;
+    PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}", comm->rank,
+                comm->epoch, attempt, vtList(failed), vtList(comm->liveMask));
+    return precclSuccess;
+  }
+  const uint64_t now = nowNs();
+  if (comm->noVtLeftSinceNs == 0) comm->noVtLeftSinceNs = now;
+  if (now - comm->noVtLeftSinceNs > comm->cfg.timeoutMs * 1000000ull) {
+    const std::string msg = fmt::format(
+        "rank {}: no VT is left: every live VT ({}) has a dead path, for more than PRECCL_TIMEOUT={} s; epoch {} attempt {}",
+        comm->rank, vtList(comm->liveMask), comm->cfg.timeoutMs / 1000, comm->epoch, attempt);
+    setError(comm, precclRemoteError, msg);
+    comm->raiseAsync(precclRemoteError, msg);
+    return precclRemoteError;
+  }
+  PRECCL_WARN("rank {}: epoch {} attempt {} aborted; every live VT ({}) has a dead path: trying them again", comm->rank,
+              comm->epoch, attempt, vtList(comm->liveMask));
+  return precclSuccess;
+}
+
+precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
+  std::lock_guard<std::mutex> lock(comm->execMutex);
+  if (int e = comm->asyncError.load(); e != precclSuccess)
+    return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->errorText()));
+  CctArgs a = args;
+  // Every rank runs a collective, so all can agree on how it ends; a group of sends and receives involves
+  // only some, so a failed path fails it.
+  const bool agree = comm->cfg.retry && a.coll != Coll::P2P && comm->nranks > 1;
+  // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
+  if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0)
+    PRECCL_CHECK(stageInput(comm, a, a.count * comm->nranks * dtypeSize(a.dtype)));
+  if (size_t b = agree ? overwrittenInputBytes(comm, a) : 0; b > 0) PRECCL_CHECK(stageInput(comm, a, b));
+  const bool tree = a.coll != Coll::P2P && useTree(comm, a);
+  const bool timed = comm->traceFd >= 0;
+  CctPlan plan;
+  Allocation al;
+  for (uint32_t attempt = 0;; attempt++) {
+    plan = CctPlan{};
+    PRECCL_CHECK(buildPlan(comm, a, tree, plan, al));
+    const uint64_t tExec = timed ? nowNs() : 0;
+    ExecCtx ctx;
+    ctx.rank = comm->rank;
+    ctx.nranks = comm->nranks;
+    ctx.slotBytes = comm->slotBytes;
+    ctx.timeoutNs = comm->cfg.timeoutMs * 1000000ull;
+    ctx.bell = comm->bell;
+    ctx.abort = &comm->abortFlag;
+    ctx.vtStats = &comm->vtStats;
+    ctx.edges = &comm->conns;
+    ctx.agree = agree;
+    ctx.attempt = attempt;
+    ctx.dropStale = comm->aborts > 0;
+    ctx.liveMask = comm->liveMask;
+    ctx.detectMs = comm->cfg.detectMs;
+    if (agree) ctx.notify = notifyEdges(comm);
+    ExecFault fault;
+    precclResult_t res = execute(ctx, plan, &fault);
+    if (timed) comm->lastExecNs = nowNs() - tExec;
+    if (res == precclSuccess) break;
+    if (fault.aborted) {
+      PRECCL_CHECK(afterAbort(comm, fault, attempt));
+      continue;
+    }
+    // The FIFOs may hold a half-finished CCT, so later calls must fail fast.
     setError(comm, res, fault.what);
     comm->raiseAsync(res, fault.what);
     return res;
   }
+  comm->noVtLeftSinceNs = 0;
   if (a.coll != Coll::P2P) {
     collectTelemetry(comm, a, tree, al, plan);
     const size_t total = std::max<size_t>(1, al.total());

@@ -114,7 +114,7 @@ bool planP2P(precclComm* comm, const CctArgs& a, CctPlan* plan, std::string* why
     req.count = op.count;
     req.elemBytes = esz;
     req.nVTs = comm->nVTs;
-    Allocation al = staticAllocation(req);
+    Allocation al = equalAllocation(req, comm->liveMask);
     for (int v = 0; v < comm->nVTs; v++) {
       const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
       if (b == 0) continue;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/debug.h"
+#include "device/agreement.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
 
@@ -13,7 +14,24 @@ namespace preccl {
 
 namespace {
 
-enum class Adv { Moved, Blocked, Error };
+enum class Adv { Moved, Blocked, Error, Abort };
+
+bool liveVt(uint64_t mask, int vt) { return vt >= 0 && vt < 64 && ((mask >> vt) & 1); }
+
+// The agreement's edges: the ring neighbours' on the live VTs and every edge of the plan there, once each.
+std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const CctPlan& plan) {
+  std::vector<Conn*> e;
+  auto add = [&](Conn* c) {
+    if (c && liveVt(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
+  };
+  for (Conn* c : ctx.notify) add(c);
+  for (const Task& t : plan.tasks)
+    for (const Step& s : t.steps) {
+      for (int i = 0; i < s.nrecv; i++) add(s.recv[i]);
+      for (int i = 0; i < s.nsend; i++) add(s.send[i]);
+    }
+  return e;
+}
 
 struct Exec {
   const ExecCtx& ctx;
@@ -23,8 +41,11 @@ struct Exec {
   uint64_t startNs = nowNs();
   // The CCT's send edges whose slots a proxy still has to hand to the kernel, with the head last seen.
   std::vector<std::pair<Conn*, uint64_t>> staged;
+  Agreement agree;
+  uint64_t suspects = 0;  // VTs with a dead path among the agreement's edges, at the last look
 
-  Exec(const ExecCtx& c, CctPlan& p, ExecFault* f) : ctx(c), plan(p), fault(f) {
+  Exec(const ExecCtx& c, CctPlan& p, ExecFault* f)
+      : ctx(c), plan(p), fault(f), agree(c.rank, c.nranks, p.epoch, c.attempt, agreementEdges(c, p), c.dropStale) {
     for (const Task& t : plan.tasks)
       for (const Step& s : t.steps)
         for (int i = 0; i < s.nsend; i++)
@@ -71,11 +92,19 @@ struct Exec {
       }
       const size_t slotMax = t.piece(ctx.slotBytes) / plan.elemBytes * plan.elemBytes;
       const size_t piece = s.headerOnly ? 0 : std::min(slotMax, s.bytes - t.off);
-      for (int i = 0; i < s.nrecv; i++)
-        if (!s.recv[i]->recv.ready()) {
-          waitingOn = s.recv[i];
-          return moved ? Adv::Moved : Adv::Blocked;
+      for (int i = 0; i < s.nrecv; i++) {
+        FifoConsumer& r = s.recv[i]->recv;
+        for (;;) {
+          if (!r.ready()) {
+            waitingOn = s.recv[i];
+            return moved ? Adv::Moved : Adv::Blocked;
+          }
+          if (!Agreement::droppable(r.hdr(), plan.epoch, ctx.attempt, ctx.dropStale)) break;
+          r.release();
         }
+        const SlotHdr& h = r.hdr();
+        if (h.kind == kSlotAbort && h.epoch == plan.epoch && h.attempt == ctx.attempt && ctx.agree) return Adv::Abort;
+      }
       for (int i = 0; i < s.nsend; i++)
         if (!s.send[i]->send.hasRoom()) {
           // The in-band congestion signal: downstream has not freed a slot.
@@ -95,11 +124,14 @@ struct Exec {
       for (int i = 0; i < s.nrecv; i++) {
         Conn* c = s.recv[i];
         const SlotHdr& h = c->recv.hdr();
-        if (h.epoch != plan.epoch || h.bytes != piece || (plan.checkDigest && h.digest != plan.digest)) {
+        if (h.epoch != plan.epoch || h.attempt != ctx.attempt || h.kind != kSlotData || h.bytes != piece ||
+            (plan.checkDigest && h.digest != plan.digest)) {
           fail(precclInternalError, c,
-               fmt::format("rank {}: VT {} from rank {}: got a slot of epoch {} ({} B, allocation digest {:08x}), expected "
-                           "epoch {} ({} B, digest {:08x}): ranks disagree on the sequence of calls or on the allocation",
-                           ctx.rank, t.vt, c->peer, h.epoch, h.bytes, h.digest, plan.epoch, piece, plan.digest));
+               fmt::format("rank {}: VT {} from rank {}: got a slot of epoch {} attempt {} (kind {}, {} B, allocation "
+                           "digest {:08x}), expected epoch {} attempt {} (data, {} B, digest {:08x}): ranks disagree on "
+                           "the sequence of calls or on the allocation",
+                           ctx.rank, t.vt, c->peer, h.epoch, h.attempt, h.kind, h.bytes, h.digest, plan.epoch, ctx.attempt,
+                           piece, plan.digest));
           return Adv::Error;
         }
         ins[i] = c->recv.slot();
@@ -129,6 +161,8 @@ struct Exec {
         Conn* c = s.send[i];
         SlotHdr& h = c->send.hdr();
         h.epoch = plan.epoch;
+        h.attempt = ctx.attempt;
+        h.kind = kSlotData;
         h.bytes = static_cast<uint32_t>(piece);
         h.digest = plan.digest;
         if (t.cutTaken) {
@@ -192,8 +226,13 @@ struct Exec {
   // `anywhere`, also a failed edge outside the plan: a peer that died fails every call (there is no
   // masking of failed edges yet).
   precclResult_t brokenEdge(bool anywhere) {
-    Conn* c = findEdge([](Conn* e, bool blocked) { return blocked && e->state() != Conn::Live; });
-    if (!c && anywhere && ctx.edges) c = ctx.edges->find([](const Conn& e) { return e.state() == Conn::Failed; });
+    // A path's error (unreachable, timed out) is a suspect VT when the ranks can agree on masking it.
+    auto peerGone = [this](const Conn& e) {
+      return e.state() == Conn::Closed || (e.state() == Conn::Failed && !(ctx.agree && e.failedPath()));
+    };
+    Conn* c = findEdge([&](Conn* e, bool blocked) { return blocked && peerGone(*e); });
+    if (!c && anywhere && ctx.edges)
+      c = ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && peerGone(e) && liveVt(ctx.liveMask, e.vt); });
     if (!c) return precclSuccess;
     if (c->state() == Conn::Failed)
       return fail(precclRemoteError, c, fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, c->why(), c->peer, c->vt, c->path));
@@ -212,6 +251,40 @@ struct Exec {
     });
   }
 
+  // Looks at the path of every edge the attempt uses; returns an edge found dead (null: none) and keeps
+  // `suspects`, the VTs of the dead ones, which this rank reports if it joins an abort.
+  Conn* checkPaths() {
+    Conn* dead = nullptr;
+    suspects = 0;
+    auto look = [&](Conn* e) {
+      if (!e->owner) return;
+      if (e->state() == Conn::Live) e->owner->checkPath(*e, ctx.detectMs);
+      if ((e->state() == Conn::Live && e->pathDown) || e->failedPath()) {
+        suspects |= 1ull << e->vt;
+        if (!dead) dead = e;
+      }
+    };
+    for (Conn* e : agreementEdges(ctx, plan)) look(e);
+    agree.setSuspects(suspects);
+    return dead;
+  }
+
+  precclResult_t aborted() {
+    fault->aborted = true;
+    fault->failedVts = agree.failedVts();
+    return fail(precclRemoteError, nullptr,
+                fmt::format("rank {}: epoch {} attempt {} aborted by agreement; failed VT mask {:#x}", ctx.rank, plan.epoch,
+                            ctx.attempt, agree.failedVts()));
+  }
+
+  const char* phaseName() const {
+    switch (agree.phase()) {
+      case Agreement::Phase::Committing: return "committing";
+      case Agreement::Phase::Aborting: return "agreeing on an abort";
+      default: return "running";
+    }
+  }
+
   precclResult_t run() {
     const uint64_t timeoutNs = ctx.timeoutNs;
     uint64_t lastMoveNs = nowNs(), lastLivenessNs = lastMoveNs;
@@ -219,7 +292,9 @@ struct Exec {
     for (;;) {
       uint32_t seen = ctx.bell->seq.load(std::memory_order_seq_cst);
       bool moved = false, all = true;
+      const bool running = agree.phase() == Agreement::Phase::Running;
       for (Task& t : plan.tasks) {
+        if (!running) break;
         if (t.done()) continue;
         if (!started(t)) {
           all = false;
@@ -227,16 +302,29 @@ struct Exec {
         }
         Adv a = advance(t);
         if (a == Adv::Error) return fault->code;
+        if (a == Adv::Abort) {
+          agree.abort();
+          moved = true;
+          break;
+        }
         moved |= a == Adv::Moved;
         all &= t.done();
       }
-      if (all && flushed(&moved)) return precclSuccess;
+      if (!ctx.agree) {
+        if (all && flushed(&moved)) return precclSuccess;
+      } else {
+        if (running && all && agree.phase() == Agreement::Phase::Running) agree.finish();
+        // While tasks run, the notices are looked for only when nothing moved (they are rare).
+        if (agree.phase() != Agreement::Phase::Running || !moved) moved |= agree.pump();
+        if (agree.phase() == Agreement::Phase::Committed) return precclSuccess;
+        if (agree.phase() == Agreement::Phase::Aborted) return aborted();
+      }
       if (moved) {
         idle = 0;
         continue;
       }
       if (ctx.abort->load()) return fail(precclRemoteError, nullptr, fmt::format("rank {}: communicator aborted", ctx.rank));
-      if (brokenEdge(false) != precclSuccess) return fault->code;
+      if (agree.phase() == Agreement::Phase::Running && brokenEdge(false) != precclSuccess) return fault->code;
       // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
       idle++;
       if (idle < 64) continue;
@@ -250,15 +338,34 @@ struct Exec {
         lastLivenessNs = now;
         checkStalled();
         if (brokenEdge(true) != precclSuccess) return fault->code;
+        if (Conn* dead = checkPaths()) {
+          if (!ctx.agree)
+            return fail(precclRemoteError, dead,
+                        fmt::format("rank {}: the path of VT {} to rank {} ({}) is down: {}", ctx.rank, dead->vt, dead->peer,
+                                    dead->path, dead->failedPath() ? dead->why() : dead->pathWhy));
+          if (agree.phase() == Agreement::Phase::Running) {
+            PRECCL_WARN("rank {}: VT {} to rank {} ({}) is down in epoch {} attempt {}: {}; aborting the attempt", ctx.rank,
+                        dead->vt, dead->peer, dead->path, plan.epoch, ctx.attempt,
+                        dead->failedPath() ? dead->why() : dead->pathWhy);
+            agree.abort();
+            idle = 0;
+            continue;
+          }
+        }
       }
       // lastMoveNs is refreshed lazily: only sleeping passes look at the clock.
       if (idle == 96) lastMoveNs = now;
       if (now - lastMoveNs > timeoutNs)
         return fail(precclRemoteError, waitingOn,
-                    fmt::format("rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
-                                ctx.rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
-                                waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
-                                timeoutNs / 1000000000ull));
+                    agree.phase() == Agreement::Phase::Running
+                    ? fmt::format("rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
+                                  ctx.rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
+                                  waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
+                                  timeoutNs / 1000000000ull)
+                    : fmt::format("rank {}: no progress for {} s in epoch {} attempt {} while {} (not heard from rank(s) {}; "
+                                  "VTs with a dead path here: {:#x}); PRECCL_TIMEOUT={}",
+                                  ctx.rank, timeoutNs / 1000000000ull, plan.epoch, ctx.attempt, phaseName(), agree.missing(),
+                                  suspects, timeoutNs / 1000000000ull));
     }
   }
 };

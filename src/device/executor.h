@@ -32,6 +32,18 @@ struct ExecCtx {
   std::vector<VtCounters>* vtStats = nullptr; // per VT; the last* fields are this CCT's
   // Every edge of the communicator: one that failed outside this CCT's plan (a peer that died) fails it too.
   const ConnTable* edges = nullptr;
+  int nranks = 1;
+  // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
+  // rank (device/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
+  // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
+  // `notify`: the ring neighbours' edges on the live VTs, which the agreement's notices travel on besides
+  // the plan's own edges. `detectMs`: a path with nothing acknowledged for this long is dead.
+  bool agree = false;
+  uint32_t attempt = 0;
+  bool dropStale = false;
+  uint64_t liveMask = ~0ull;
+  std::vector<Conn*> notify;
+  uint32_t detectMs = 500;
 };
 
 // Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
@@ -40,6 +52,9 @@ struct ExecFault {
   precclResult_t code = precclSuccess;
   int peer = -1, vt = -1, nic = -1;
   std::string what;  // the whole message, naming the edge's path
+  // The ranks agreed to give the attempt up: run it again without `failedVts` (every rank got the same).
+  bool aborted = false;
+  uint64_t failedVts = 0;
 };
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);

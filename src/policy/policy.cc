@@ -275,14 +275,20 @@ Allocation sharesToAllocation(const AllocRequest& req, const std::vector<uint32_
   return a;
 }
 
+Allocation equalAllocation(const AllocRequest& req, uint64_t healthMask) {
+  const int n = std::max(1, req.nVTs);
+  const uint64_t all = n >= 64 ? ~0ull : (1ull << n) - 1;
+  const uint64_t mask = healthMask & all;
+  return mask == all ? staticAllocation(req) : sharesToAllocation(req, equalShares(n, mask), mask);
+}
+
 Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, const AllocKey& key,
                   const EpochTelemetry* latest, uint64_t healthMask) {
   if (latest) policyObserve(st, *latest);
   const int n = std::max(1, req.nVTs);
   const uint64_t all = n >= 64 ? ~0ull : (1ull << n) - 1;
   const uint64_t mask = healthMask & all;
-  if (kind == PolicyKind::Static)
-    return mask == all ? staticAllocation(req) : sharesToAllocation(req, equalShares(n, mask), mask);
+  if (kind == PolicyKind::Static) return equalAllocation(req, mask);
 
   ShareSet& set = st.sets[policyClassKey(key, req)];
   if (set.share.size() != static_cast<size_t>(n)) {

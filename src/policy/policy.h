@@ -81,6 +81,9 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
 // Shares of a class (nullptr before the class was first decided): for tests, logs and docs.
 const ShareSet* policyShares(const PolicyState& st, const AllocKey& key, const AllocRequest& req);
 
+// NCCL's equal split over the live VTs (staticAllocation when every VT is live): what static decides.
+Allocation equalAllocation(const AllocRequest& req, uint64_t healthMask);
+
 // Building blocks, exposed for tests. Equal shares over the live VTs.
 std::vector<uint32_t> equalShares(int nVTs, uint64_t healthMask);
 // Shares -> element ranges: grain-aligned (all but the last used VT), covering req.count exactly, using

@@ -14,11 +14,17 @@ namespace preccl {
 
 constexpr uint32_t kMaxSlots = 16;
 
+// What a slot carries: the CCT's data, or one of the attempt's control notices (docs/failures.md, "Agree").
+enum SlotKind : uint16_t { kSlotData = 0, kSlotCommit = 1, kSlotAbort = 2 };
+
 // Travels with every slot (in memory, and as the frame header on sockets).
 struct SlotHdr {
   uint64_t epoch;   // the CCT the bytes belong to
   uint32_t bytes;   // payload length
   uint32_t digest;  // allocation digest (checked when PRECCL_CHECK_ALLOC=1)
+  uint32_t attempt; // the CCT's run: 0, then one more per retry after an abort
+  uint16_t kind;    // SlotKind
+  uint16_t pad;
   // In-band telemetry: the sender's running per-field maximum, over the ranks it has heard from, of the
   // records of epoch `teleEpoch` for this slot's VT (see docs/telemetry.md). ~0 = no cargo.
   uint64_t teleEpoch;
@@ -105,6 +111,14 @@ class FifoConsumer {
   }
   const SlotHdr& hdr() const { return f_.hdr(head_); }
   char* slot() const { return f_.slot(head_); }
+  // Slots published and not yet released, read now; and the i-th of them (i < waiting()): a look past the
+  // head for a control notice queued behind data.
+  uint64_t waiting() {
+    tailSeen_ = f_.ctrl->tail.load(std::memory_order_acquire);
+    return tailSeen_ - head_;
+  }
+  const SlotHdr& hdrAt(uint64_t i) const { return f_.hdr(head_ + i); }
+  const char* slotAt(uint64_t i) const { return f_.slot(head_ + i); }
   void release() {
     f_.ctrl->head.store(++head_, std::memory_order_release);
     producer_.wake();
@@ -143,16 +157,27 @@ struct Conn {
     int live = Live;
     state_.compare_exchange_strong(live, Closed, std::memory_order_acq_rel);
   }
-  void fail(const std::string& why) {
+  // `path`: the error is the path's (unreachable, timed out), not the peer's: the peer may be alive and
+  // reachable on its other VTs.
+  void fail(const std::string& why, bool path = false) {
     if (state() == Failed) return;
     why_ = why;
+    pathError_ = path;
     state_.store(Failed, std::memory_order_release);
   }
   const std::string& why() const { return why_; }  // once state() is Failed
+  bool failedPath() const { return state() == Failed && pathError_; }
+
+  // A Live edge whose path is silent: its transport found it sending into a path that has acknowledged
+  // nothing for the detection time (transport.h checkPath). Not a state: it clears when the path answers
+  // again. Read and written by the executor's thread only.
+  bool pathDown = false;
+  std::string pathWhy;
 
  private:
   std::atomic<int> state_{Live};
   std::string why_;
+  bool pathError_ = false;
 };
 
 }  // namespace preccl

@@ -90,11 +90,16 @@ void Proxy::stop() {
   thread_.join();
 }
 
-void Proxy::fail(Sock& s, const std::string& what) {
+// Errors that a dead path gives, as opposed to a dead peer (reset, end of stream).
+static bool pathErrno(int e) {
+  return e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ENETDOWN || e == EHOSTDOWN;
+}
+
+void Proxy::fail(Sock& s, const std::string& what, int err) {
   if (s.failed) return;
   s.failed = true;
   s.readable = s.writable = false;
-  s.conn->fail(what);
+  s.conn->fail(what, pathErrno(err));
   bellRing(bell_);
 }
 
@@ -122,7 +127,7 @@ bool Proxy::pumpSend(Sock& s) {
         break;
       }
       if (errno == EINTR) continue;
-      fail(s, std::string("socket send failed: ") + strerror(errno));
+      fail(s, std::string("socket send failed: ") + strerror(errno), errno);
       break;
     }
     s.sendOff += r;
@@ -163,7 +168,8 @@ bool Proxy::pumpRecv(Sock& s) {
         bellRing(bell_);
         break;
       }
-      fail(s, r == 0 ? std::string("connection closed by peer") : std::string("socket recv failed: ") + strerror(errno));
+      fail(s, r == 0 ? std::string("connection closed by peer") : std::string("socket recv failed: ") + strerror(errno),
+           r == 0 ? 0 : errno);
       break;
     }
     s.recvOff += r;

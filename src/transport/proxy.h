@@ -48,7 +48,7 @@ class Proxy {
   bool pumpSend(Sock& s);
   bool pumpRecv(Sock& s);
   bool actionable(Sock& s);
-  void fail(Sock& s, const std::string& what);
+  void fail(Sock& s, const std::string& what, int err = 0);
 
   Bell* bell_;
   std::vector<std::unique_ptr<Sock>> socks_;

@@ -1,11 +1,15 @@
 #include "transport/socket_transport.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/debug.h"
+#include "policy/detect.h"
 #include "transport/auth_accept.h"
 #include "transport/socket.h"
 
@@ -91,6 +95,7 @@ precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, i
   Socket sock;
   sock.fd = fd;
   socks_.emplace_back(vt, sock);
+  fds_.emplace_back(c.get(), fd);
   table.put(std::move(c));
   return precclSuccess;
 }
@@ -165,6 +170,23 @@ precclResult_t SocketTransport::start(std::string* err) {
 
 void SocketTransport::stop() {
   if (proxy_) proxy_->stop();
+}
+
+void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
+  int fd = -1;
+  for (auto& [conn, f] : fds_)
+    if (conn == &c) fd = f;
+  tcp_info ti{};
+  socklen_t len = sizeof(ti);
+  if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
+  PathSample p;
+  p.unacked = ti.tcpi_unacked;
+  p.timeouts = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_backoff);
+  p.msSinceAck = ti.tcpi_last_ack_recv;
+  c.pathDown = pathDead(p, detectMs);
+  if (c.pathDown)
+    c.pathWhy = fmt::format("no acknowledgement for {} ms with {} segments outstanding after {} retransmission timeouts",
+                            p.msSinceAck, p.unacked, p.timeouts);
 }
 
 void SocketTransport::forEachSocket(int vt, const std::function<void(Socket&)>& fn) {

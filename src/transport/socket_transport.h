@@ -27,6 +27,7 @@ class SocketTransport : public Transport {
   precclResult_t connect(const TransportSetup& s, ConnTable& table, std::string* err) override;
   precclResult_t start(std::string* err) override;
   void stop() override;
+  void checkPath(Conn& c, uint32_t detectMs) override;
   bool empty() const { return socks_.empty(); }
 
   // The kernel's buffers of one data socket (core/socket_buffers.cc sizes them from the model).
@@ -44,6 +45,7 @@ class SocketTransport : public Transport {
   std::function<void()> threadInit_;
   std::vector<int> listenFds_;
   std::vector<std::pair<int, Socket>> socks_;  // (vt, socket)
+  std::vector<std::pair<const Conn*, int>> fds_;  // each edge's socket
   std::unique_ptr<Proxy> proxy_;
 };
 

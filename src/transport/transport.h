@@ -74,6 +74,10 @@ class Transport {
   // Looks at an edge whose FIFO the executor has waited on for a while, for a peer that died without a
   // transport noticing (shared memory has no socket to report it): marks `c` failed if so.
   virtual void checkStalled(Conn& c) { (void)c; }
+  // Sets c.pathDown (and c.pathWhy) from what the transport knows of the path now (policy/detect.h's
+  // rule with `detectMs`). A transport whose paths cannot fail apart from their peer (shared memory)
+  // leaves it false.
+  virtual void checkPath(Conn& c, uint32_t detectMs) { (void)c, (void)detectMs; }
 };
 
 }  // namespace preccl

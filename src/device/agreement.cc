@@ -1,0 +1,169 @@
+#include "device/agreement.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/debug.h"
+
+namespace preccl {
+
+Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, bool dropStale)
+    : rank_(rank),
+      nranks_(nranks),
+      epoch_(epoch),
+      attempt_(attempt),
+      edges_(std::move(edges)),
+      dirty_(edges_.size(), 0),
+      dropStale_(dropStale),
+      ranks_((nranks + 63) / 64, 0) {}
+
+void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
+
+void Agreement::finish() {
+  if (phase_ != Phase::Running) return;
+  phase_ = Phase::Committing;
+  std::fill(ranks_.begin(), ranks_.end(), 0);
+  ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
+  markAll();
+}
+
+void Agreement::abort() {
+  if (phase_ == Phase::Aborting || ended()) return;
+  // A committing rank's set meant "finished"; from here on it means "reported".
+  phase_ = Phase::Aborting;
+  std::fill(ranks_.begin(), ranks_.end(), 0);
+  ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
+  vts_ = suspects_;
+  markAll();
+}
+
+bool Agreement::merge(const SlotHdr& h, const char* body) {
+  const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= 8 ? (h.bytes - 8) / 8 : 0);
+  bool grew = false;
+  uint64_t v;
+  if (h.kind == kSlotAbort && h.bytes >= 8) {
+    memcpy(&v, body, 8);
+    grew |= (vts_ | v) != vts_;
+    vts_ |= v;
+  }
+  for (size_t i = 0; i < words; i++) {
+    memcpy(&v, body + 8 + 8 * i, 8);
+    grew |= (ranks_[i] | v) != ranks_[i];
+    ranks_[i] |= v;
+  }
+  if (grew) markAll();
+  return grew;
+}
+
+bool Agreement::readEdge(Conn* c) {
+  FifoConsumer& r = c->recv;
+  bool moved = false;
+  if (phase_ == Phase::Running) {
+    while (r.ready() && droppable(r.hdr(), epoch_, attempt_, dropStale_)) {
+      r.release();
+      moved = true;
+    }
+    // An abort may wait behind data this rank has not read yet: it decides the attempt, so look for it.
+    const uint64_t n = r.waiting();
+    for (uint64_t i = 0; i < n; i++) {
+      const SlotHdr& h = r.hdrAt(i);
+      if (same(h) && h.kind == kSlotAbort) {
+        abort();
+        merge(h, r.slotAt(i));
+        return true;
+      }
+    }
+    return moved;
+  }
+  while (r.ready()) {
+    const SlotHdr& h = r.hdr();
+    if (older(h, epoch_, attempt_)) {
+      // Old data is not ours to drop unless an abort made it stale: the executor's timeout names it.
+      if (!droppable(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
+    } else if (!same(h)) {
+      break;  // the peer's next attempt or CCT: it ended this one, and its last notice came before
+    } else if (h.kind == kSlotAbort) {
+      abort();
+      merge(h, r.slot());
+    } else if (h.kind == kSlotCommit) {
+      if (phase_ == Phase::Committing) merge(h, r.slot());
+    } else if (phase_ != Phase::Aborting) {
+      break;  // data after this rank finished: the ranks' plans differ; the executor's timeout names it
+    }
+    r.release();
+    moved = true;
+  }
+  return moved;
+}
+
+bool Agreement::sendPending() {
+  bool moved = false;
+  const uint16_t kind = phase_ == Phase::Committing ? kSlotCommit : kSlotAbort;
+  const uint32_t bytes = static_cast<uint32_t>(8 * (1 + ranks_.size()));
+  for (size_t i = 0; i < edges_.size(); i++) {
+    Conn* c = edges_[i];
+    if (!dirty_[i] || c->state() != Conn::Live || !c->send.hasRoom()) continue;
+    if (bytes > c->send.fifo().slotBytes) continue;  // cannot happen for any slot size the config allows
+    SlotHdr& h = c->send.hdr();
+    h = SlotHdr{};
+    h.epoch = epoch_;
+    h.attempt = attempt_;
+    h.kind = kind;
+    h.bytes = bytes;
+    h.teleEpoch = ~0ull;
+    char* body = c->send.slot();
+    memcpy(body, &vts_, 8);
+    memcpy(body + 8, ranks_.data(), 8 * ranks_.size());
+    c->send.publish();
+    dirty_[i] = 0;
+    moved = true;
+  }
+  return moved;
+}
+
+// Sent on every edge that can carry it: a silent path is left out, the flood reaches its far end
+// through the others.
+bool Agreement::allSent() const {
+  for (size_t i = 0; i < edges_.size(); i++) {
+    const Conn* c = edges_[i];
+    if (dirty_[i] && c->state() == Conn::Live && !c->pathDown) return false;
+  }
+  return true;
+}
+
+bool Agreement::complete() const {
+  for (int r = 0; r < nranks_; r++)
+    if (!((ranks_[r / 64] >> (r % 64)) & 1)) return false;
+  return true;
+}
+
+bool Agreement::pump() {
+  if (ended()) return false;
+  bool moved = false;
+  for (Conn* c : edges_) moved |= readEdge(c);
+  if (phase_ == Phase::Running) return moved;
+  moved |= sendPending();
+  if (!complete() || !allSent()) return moved;
+  if (phase_ == Phase::Aborting) {
+    phase_ = Phase::Aborted;
+    return true;
+  }
+  // Committing: the last notices must have left this process, since a peer may still need them to
+  // return and this rank may exit as soon as it does.
+  for (Conn* c : edges_)
+    if (c->stagedSends && c->state() == Conn::Live && !c->pathDown && c->send.released() != c->send.published())
+      return moved;
+  phase_ = Phase::Committed;
+  return true;
+}
+
+std::string Agreement::missing() const {
+  std::vector<int> m;
+  for (int r = 0; r < nranks_ && m.size() < 8; r++)
+    if (!((ranks_[r / 64] >> (r % 64)) & 1)) m.push_back(r);
+  return m.empty() ? std::string("none") : fmt::format("{}", fmt::join(m, ","));
+}
+
+}  // namespace preccl

@@ -1,0 +1,72 @@
+// How the ranks end one attempt of a CCT together (docs/failures.md, "Agree"): it commits when every rank
+// has finished its tasks, or aborts with the union of every rank's failed VTs. Both are floods of a set of
+// ranks over the attempt's edges, as control slots in the edges' own FIFOs behind the data: a rank
+// forwards its set whenever it grows, and ends when the set holds every rank.
+//   commit: the set of ranks known to have finished. A rank returns only when every rank finished, so no
+//           rank returns success while a peer may still need, in a retry, input that only it holds.
+//   abort:  the set of ranks whose report is in, with the union of their failed VTs. Every report is fixed
+//           when its rank joins, so the union is the same on every rank once the set is complete.
+// A rank that has sent a commit never starts an abort (it only joins one), so an attempt that commits
+// anywhere aborts nowhere.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/fifo.h"
+
+namespace preccl {
+
+class Agreement {
+ public:
+  enum class Phase { Running, Committing, Aborting, Committed, Aborted };
+  // `edges`: where notices go and come from (each once). `dropStale`: slots of older attempts may be
+  // queued (the communicator aborted before) and are dropped unread.
+  Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, bool dropStale);
+
+  Phase phase() const { return phase_; }
+  bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
+  // What this rank would report if it joined an abort now (its failed VTs); kept up to date by the caller.
+  void setSuspects(uint64_t vts) { suspects_ = vts; }
+  void finish();  // this rank's tasks are done: Running -> Committing
+  void abort();   // this rank gives the attempt up: Running -> Aborting, reporting its suspects
+  // Reads the notices queued on the edges (while running, also behind data, for an abort), drops the
+  // slots an abort made stale, sends the set where it changed, and ends the phase when it can. Returns
+  // whether anything moved.
+  bool pump();
+  uint64_t failedVts() const { return vts_; }  // once Aborted: the union of every rank's report
+  // For messages: the ranks not yet in the set.
+  std::string missing() const;
+
+  // The (epoch, attempt) order of slots: older ones belong to an attempt that was given up.
+  static bool older(const SlotHdr& h, uint64_t epoch, uint32_t attempt) {
+    return h.epoch < epoch || (h.epoch == epoch && h.attempt < attempt);
+  }
+  // What a reader skips at a FIFO's head: the notices of ended attempts (a flood leaves some unread
+  // where its rank had already heard enough), and the data of aborted ones.
+  static bool droppable(const SlotHdr& h, uint64_t epoch, uint32_t attempt, bool dropStale) {
+    return older(h, epoch, attempt) && (h.kind != kSlotData || dropStale);
+  }
+
+ private:
+  bool same(const SlotHdr& h) const { return h.epoch == epoch_ && h.attempt == attempt_; }
+  bool merge(const SlotHdr& h, const char* body);  // true if the set grew
+  void markAll();
+  bool readEdge(Conn* c);
+  bool sendPending();
+  bool allSent() const;
+  bool complete() const;
+
+  int rank_, nranks_;
+  uint64_t epoch_;
+  uint32_t attempt_;
+  std::vector<Conn*> edges_;
+  std::vector<char> dirty_;  // per edge: the set changed since it was last sent there
+  bool dropStale_;
+  Phase phase_ = Phase::Running;
+  uint64_t suspects_ = 0;
+  uint64_t vts_ = 0;
+  std::vector<uint64_t> ranks_;
+};
+
+}  // namespace preccl
