@@ -3,7 +3,7 @@
 // run. 3 namespaces x 4 NICs (one VT per NIC), one rank each, every NIC shaped so that a call lasts long
 // enough to be interrupted. Three NICs of three different hosts die one after another, each while a chosen
 // call runs (in place and out of place, every collective type over the ring and tree variants), leaving
-// VT 0; then the links come back. Needs root and `ip netns`.
+// VT 0; then the links come back, and the VTs must rejoin and carry bytes again. Needs root and `ip netns`.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -41,7 +41,11 @@ const Item kItems[] = {{Coll::AllReduce, false}, {Coll::AllGather, false},    {C
                        {Coll::AllReduce, true},  {Coll::AllGather, true},     {Coll::ReduceScatter, false},
                        {Coll::Broadcast, false}, {Coll::Reduce, true},        {Coll::AlltoAll, true}};
 constexpr int kItemCount = sizeof(kItems) / sizeof(kItems[0]);
-constexpr int kRounds = 6;  // 0 undisturbed; 1-3 a failure each; 4 without the NICs; 5 with them back
+// 0 undisturbed; 1-3 a failure each; 4 without the NICs; then, with them back, rounds until every VT
+// rejoined (at most kRejoinRounds), and one more. Every rank decides the same: VT states change at agreed
+// epochs.
+constexpr int kFailedRounds = 5;
+constexpr int kRejoinRounds = 20;
 
 bool reduces(Coll c) { return c == Coll::AllReduce || c == Coll::ReduceScatter || c == Coll::Reduce; }
 
@@ -69,15 +73,46 @@ bool runItem(Rank& r, const Item& it, std::vector<uint8_t>* bits) {
   return r.ok(run.issue(), run.name()) && run.check();
 }
 
+bool allLive(Rank& r, precclVtStats_t* st) {
+  int nv = kRails;
+  if (!r.ok(precclCommGetVtStats(r.comm, st, &nv), "CommGetVtStats") || !r.check(nv == kRails, "VT count")) return false;
+  for (int v = 0; v < kRails; v++)
+    if (st[v].state != precclVtLive) return false;
+  return true;
+}
+
 void nicFailBody(Rank& r, const int* targets) {
   std::vector<std::vector<uint8_t>> first(kItemCount);
   std::vector<CallRecord> calls;
-  for (int round = 0; round < kRounds; round++) {
-    if (round == kRounds - 1) {
-      // Links back up before the last round (the masked VTs stay masked until probed back).
+  std::vector<precclVtStats_t> failedStats;
+  int extraRounds = 0;
+  uint64_t upEpoch = 0;
+  for (int round = 0;; round++) {
+    if (round == kFailedRounds) {
+      // The failures' state, then the links back up; the masked VTs rejoin once probed.
+      precclVtStats_t st[kRails];
+      allLive(r, st);
+      failedStats.assign(st, st + kRails);
       if (r.rank == 0) stampSet(r.shared, kWantUp, 1);
       const double end = nowSeconds() + 30;
       while (!stampGet(r.shared, kUp) && nowSeconds() < end) usleep(10 * 1000);
+      precclCommGetEpoch(r.comm, &upEpoch);
+    }
+    if (round > kFailedRounds) {
+      precclVtStats_t st[kRails];
+      if (allLive(r, st) || round > kFailedRounds + kRejoinRounds) extraRounds++;
+      if (extraRounds == 2) {
+        if (!r.check(allLive(r, st), "the VTs whose NICs came back did not rejoin within " + std::to_string(kRejoinRounds) +
+                                         " rounds of " + std::to_string(kItemCount) + " calls"))
+          return;
+        if (r.rank == 0)
+          for (int v = 1; v < kRails; v++)
+            r.info("VT " + std::to_string(v) + " rejoined " + std::to_string(st[v].stateEpoch - upEpoch) +
+                   " calls after the links came up");
+        for (int v = 1; v < kRails; v++)
+          r.check(st[v].lastBytes > 0, "VT " + std::to_string(v) + " carried nothing in the last call after it rejoined");
+        break;
+      }
     }
     for (int i = 0; i < kItemCount; i++) {
       const Item& it = kItems[i];
@@ -109,12 +144,9 @@ void nicFailBody(Rank& r, const int* targets) {
       }
     }
   }
-  // Every failed NIC's VT is masked, from the call that ran when its link went down (or the next one, if
-  // that call had moved all its bytes on the VT already); VT 0 is live.
-  precclVtStats_t st[kRails];
-  int nv = kRails;
-  if (!r.ok(precclCommGetVtStats(r.comm, st, &nv), "CommGetVtStats")) return;
-  if (!r.check(nv == kRails, "expected " + std::to_string(kRails) + " VTs, got " + std::to_string(nv))) return;
+  // Every failed NIC's VT was masked, from the call that ran when its link went down (or the next one, if
+  // that call had moved all its bytes on the VT already); VT 0 stayed live.
+  const precclVtStats_t* st = failedStats.data();
   r.check(st[0].state == precclVtLive, "VT 0 is masked");
   for (int f = 0; f < kFailures; f++) {
     const int vt = f + 1;
@@ -150,13 +182,13 @@ void nicFailGroup(const char* algo, const int* targets) {
   opt.parentDuringRun = [&](Shared* s) {
     for (int f = 0; f < kFailures; f++) {
       const int64_t index = (f + 1) * kItemCount + targets[f];
-      const double end = nowSeconds() + 120;
+      const double end = nowSeconds() + 60;
       while (stampGet(s, kCallIndex) < index && nowSeconds() < end) usleep(1000);
       usleep(useconds_t(stampGet(s, kDuration + f) * 4 / 10 / 1000));  // 40 % into the call
       linksOk = bed->setLink(kFailHost[f], f + 1, false, &linkLog) && linksOk;
       stampSet(s, kDownAt + f, nowNs());
     }
-    const double end = nowSeconds() + 120;
+    const double end = nowSeconds() + 60;
     while (!stampGet(s, kWantUp) && nowSeconds() < end) usleep(10 * 1000);
     for (int f = 0; f < kFailures; f++) linksOk = bed->setLink(kFailHost[f], f + 1, true, &linkLog) && linksOk;
     stampSet(s, kUp, 1);

@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/group.h"
+#include "core/probe.h"
 #include "core/socket_buffers.h"
 #include "core/stream.h"
 #include "core/trace.h"
@@ -273,12 +274,10 @@ static std::string vtList(uint64_t mask) {
 // until PRECCL_TIMEOUT has passed since the first such abort (a host whose every NIC blinks recovers).
 static precclResult_t afterAbort(precclComm* comm, const ExecFault& fault, uint32_t attempt) {
   comm->aborts++;
-  const uint64_t failed = fault.failedVts & comm->liveMask;
+  const uint64_t failed = fault.agreedVts & comm->liveMask;
   if (failed != 0 && failed != comm->liveMask) {
-    comm->liveMask &= ~failed;
+    mask(comm, failed);
     comm->noVtLeftSinceNs = 0;
-    for (int v = 0; v < comm->nVTs; v++)
-      if ((failed >> v) & 1) comm->vtStateEpoch[v] = comm->epoch;
     PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}", comm->rank,
                 comm->epoch, attempt, vtList(failed), vtList(comm->liveMask));
     return precclSuccess;
@@ -312,7 +311,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   if (size_t b = agree ? overwrittenInputBytes(comm, a) : 0; b > 0) PRECCL_CHECK(stageInput(comm, a, b));
   const bool tree = a.coll != Coll::P2P && useTree(comm, a);
   const bool timed = comm->traceFd >= 0;
+  if (agree) probeMasked(comm);
   CctPlan plan;
+  ExecFault fault;
   Allocation al;
   for (uint32_t attempt = 0;; attempt++) {
     plan = CctPlan{};
@@ -332,8 +333,11 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     ctx.dropStale = comm->aborts > 0;
     ctx.liveMask = comm->liveMask;
     ctx.detectMs = comm->cfg.detectMs;
-    if (agree) ctx.notify = notifyEdges(comm);
-    ExecFault fault;
+    if (agree) {
+      ctx.notify = notifyEdges(comm);
+      ctx.report = maskedNotReady(comm);
+    }
+    fault = ExecFault{};
     precclResult_t res = execute(ctx, plan, &fault);
     if (timed) comm->lastExecNs = nowNs() - tExec;
     if (res == precclSuccess) break;
@@ -347,6 +351,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return res;
   }
   comm->noVtLeftSinceNs = 0;
+  if (agree) rejoin(comm, fault.agreedVts);
   if (a.coll != Coll::P2P) {
     collectTelemetry(comm, a, tree, al, plan);
     const size_t total = std::max<size_t>(1, al.total());

@@ -21,11 +21,12 @@ Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std
 
 void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
 
-void Agreement::finish() {
+void Agreement::finish(uint64_t report) {
   if (phase_ != Phase::Running) return;
   phase_ = Phase::Committing;
   std::fill(ranks_.begin(), ranks_.end(), 0);
   ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
+  vts_ = report;
   markAll();
 }
 
@@ -43,7 +44,7 @@ bool Agreement::merge(const SlotHdr& h, const char* body) {
   const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= 8 ? (h.bytes - 8) / 8 : 0);
   bool grew = false;
   uint64_t v;
-  if (h.kind == kSlotAbort && h.bytes >= 8) {
+  if (h.bytes >= 8) {
     memcpy(&v, body, 8);
     grew |= (vts_ | v) != vts_;
     vts_ |= v;

@@ -28,13 +28,17 @@ class Agreement {
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
   // What this rank would report if it joined an abort now (its failed VTs); kept up to date by the caller.
   void setSuspects(uint64_t vts) { suspects_ = vts; }
-  void finish();  // this rank's tasks are done: Running -> Committing
+  // This rank's tasks are done: Running -> Committing. `report`: VTs this rank cannot take back yet (the
+  // commit ends with the union of every rank's).
+  void finish(uint64_t report);
   void abort();   // this rank gives the attempt up: Running -> Aborting, reporting its suspects
   // Reads the notices queued on the edges (while running, also behind data, for an abort), drops the
   // slots an abort made stale, sends the set where it changed, and ends the phase when it can. Returns
   // whether anything moved.
   bool pump();
-  uint64_t failedVts() const { return vts_; }  // once Aborted: the union of every rank's report
+  // Once ended, the union of every rank's report: Aborted, the VTs that failed; Committed, the masked VTs
+  // that some rank cannot take back yet.
+  uint64_t agreedVts() const { return vts_; }
   // For messages: the ranks not yet in the set.
   std::string missing() const;
 
@@ -45,7 +49,7 @@ class Agreement {
   // What a reader skips at a FIFO's head: the notices of ended attempts (a flood leaves some unread
   // where its rank had already heard enough), and the data of aborted ones.
   static bool droppable(const SlotHdr& h, uint64_t epoch, uint32_t attempt, bool dropStale) {
-    return older(h, epoch, attempt) && (h.kind != kSlotData || dropStale);
+    return h.kind == kSlotProbe || (older(h, epoch, attempt) && (h.kind != kSlotData || dropStale));
   }
 
  private:

@@ -271,10 +271,10 @@ struct Exec {
 
   precclResult_t aborted() {
     fault->aborted = true;
-    fault->failedVts = agree.failedVts();
+    fault->agreedVts = agree.agreedVts();
     return fail(precclRemoteError, nullptr,
                 fmt::format("rank {}: epoch {} attempt {} aborted by agreement; failed VT mask {:#x}", ctx.rank, plan.epoch,
-                            ctx.attempt, agree.failedVts()));
+                            ctx.attempt, agree.agreedVts()));
   }
 
   const char* phaseName() const {
@@ -313,10 +313,13 @@ struct Exec {
       if (!ctx.agree) {
         if (all && flushed(&moved)) return precclSuccess;
       } else {
-        if (running && all && agree.phase() == Agreement::Phase::Running) agree.finish();
+        if (running && all && agree.phase() == Agreement::Phase::Running) agree.finish(ctx.report);
         // While tasks run, the notices are looked for only when nothing moved (they are rare).
         if (agree.phase() != Agreement::Phase::Running || !moved) moved |= agree.pump();
-        if (agree.phase() == Agreement::Phase::Committed) return precclSuccess;
+        if (agree.phase() == Agreement::Phase::Committed) {
+          fault->agreedVts = agree.agreedVts();
+          return precclSuccess;
+        }
         if (agree.phase() == Agreement::Phase::Aborted) return aborted();
       }
       if (moved) {

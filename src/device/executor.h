@@ -44,6 +44,7 @@ struct ExecCtx {
   uint64_t liveMask = ~0ull;
   std::vector<Conn*> notify;
   uint32_t detectMs = 500;
+  uint64_t report = 0;  // the masked VTs this rank cannot take back yet (core/probe.h), for the commit
 };
 
 // Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
@@ -52,9 +53,10 @@ struct ExecFault {
   precclResult_t code = precclSuccess;
   int peer = -1, vt = -1, nic = -1;
   std::string what;  // the whole message, naming the edge's path
-  // The ranks agreed to give the attempt up: run it again without `failedVts` (every rank got the same).
+  // The ranks agreed to give the attempt up: run it again without `agreedVts` (every rank got the same).
+  // After a commit, `agreedVts` holds the masked VTs that some rank cannot take back yet.
   bool aborted = false;
-  uint64_t failedVts = 0;
+  uint64_t agreedVts = 0;
 };
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);

@@ -15,7 +15,8 @@ namespace preccl {
 constexpr uint32_t kMaxSlots = 16;
 
 // What a slot carries: the CCT's data, or one of the attempt's control notices (docs/failures.md, "Agree").
-enum SlotKind : uint16_t { kSlotData = 0, kSlotCommit = 1, kSlotAbort = 2 };
+// A probe (docs/failures.md, "Probe and rejoin") is only there to be acknowledged: every reader drops it.
+enum SlotKind : uint16_t { kSlotData = 0, kSlotCommit = 1, kSlotAbort = 2, kSlotProbe = 3 };
 
 // Travels with every slot (in memory, and as the frame header on sockets).
 struct SlotHdr {
@@ -173,6 +174,8 @@ struct Conn {
   // again. Read and written by the executor's thread only.
   bool pathDown = false;
   std::string pathWhy;
+  // Probes sent on the edge since its VT was masked (core/probe.cc).
+  uint32_t probesSent = 0;
 
  private:
   std::atomic<int> state_{Live};

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,13 +173,30 @@ void SocketTransport::stop() {
   if (proxy_) proxy_->stop();
 }
 
-void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
-  int fd = -1;
+int SocketTransport::fdOf(const Conn& c) const {
   for (auto& [conn, f] : fds_)
-    if (conn == &c) fd = f;
+    if (conn == &c) return f;
+  return -1;
+}
+
+bool SocketTransport::tcpInfo(const Conn& c, tcp_info* ti) const {
+  const int fd = fdOf(c);
+  socklen_t len = sizeof(*ti);
+  return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0;
+}
+
+// The proxy handed every slot to the kernel, and the kernel's send queue (unsent and unacknowledged
+// bytes) is empty.
+bool SocketTransport::pathClear(Conn& c) {
+  const int fd = fdOf(c);
+  int queued = -1;
+  return c.state() == Conn::Live && c.send.released() == c.send.published() && fd >= 0 &&
+         ioctl(fd, TIOCOUTQ, &queued) == 0 && queued == 0;
+}
+
+void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
   tcp_info ti{};
-  socklen_t len = sizeof(ti);
-  if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
+  if (!tcpInfo(c, &ti)) return;
   PathSample p;
   p.unacked = ti.tcpi_unacked;
   p.timeouts = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_backoff);

@@ -2,6 +2,8 @@
 // both ends; the executor writes into FIFOs in this process's heap and the proxy thread (proxy.h) moves
 // slots between them and the sockets.
 #pragma once
+#include <netinet/tcp.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +30,7 @@ class SocketTransport : public Transport {
   precclResult_t start(std::string* err) override;
   void stop() override;
   void checkPath(Conn& c, uint32_t detectMs) override;
+  bool pathClear(Conn& c) override;
   bool empty() const { return socks_.empty(); }
 
   // The kernel's buffers of one data socket (core/socket_buffers.cc sizes them from the model).
@@ -40,6 +43,8 @@ class SocketTransport : public Transport {
 
  private:
   precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt);
+  int fdOf(const Conn& c) const;
+  bool tcpInfo(const Conn& c, tcp_info* ti) const;
 
   int fixedBufferBytes_;
   std::function<void()> threadInit_;

@@ -78,6 +78,12 @@ class Transport {
   // rule with `detectMs`). A transport whose paths cannot fail apart from their peer (shared memory)
   // leaves it false.
   virtual void checkPath(Conn& c, uint32_t detectMs) { (void)c, (void)detectMs; }
+  // Whether everything handed to the path has been acknowledged by the peer (nothing in flight, nothing
+  // queued): a masked VT's probe got through.
+  virtual bool pathClear(Conn& c) {
+    (void)c;
+    return true;
+  }
 };
 
 }  // namespace preccl

@@ -1,0 +1,72 @@
+#include "core/probe.h"
+
+#include "core/comm.h"
+#include "core/debug.h"
+#include "device/agreement.h"
+
+namespace preccl {
+
+namespace {
+
+uint64_t maskedVts(const precclComm* comm) {
+  const uint64_t all = comm->nVTs >= 64 ? ~0ull : (1ull << comm->nVTs) - 1;
+  return all & ~comm->liveMask;
+}
+
+template <typename Fn>
+void forEachEdge(precclComm* comm, uint64_t vts, Fn fn) {
+  for (int v = 0; v < comm->nVTs; v++) {
+    if (!((vts >> v) & 1)) continue;
+    for (int peer = 0; peer < comm->nranks; peer++)
+      if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr) fn(*c);
+  }
+}
+
+}  // namespace
+
+void probeMasked(precclComm* comm) {
+  const uint64_t masked = maskedVts(comm);
+  if (masked == 0) return;
+  forEachEdge(comm, masked, [&](Conn& c) {
+    // Nothing of a masked VT is read: all of it is stale or a probe, and leaving it would stop the peer's
+    // transport from delivering the probe behind it.
+    while (c.recv.ready() && Agreement::droppable(c.recv.hdr(), comm->epoch, 0, true)) c.recv.release();
+    if (c.probesSent > 0 || c.state() != Conn::Live || !c.send.hasRoom()) return;
+    SlotHdr& h = c.send.hdr();
+    h = SlotHdr{};
+    h.epoch = comm->epoch;
+    h.kind = kSlotProbe;
+    h.teleEpoch = ~0ull;
+    c.send.publish();
+    c.probesSent++;
+  });
+}
+
+uint64_t maskedNotReady(precclComm* comm) {
+  uint64_t notReady = 0;
+  forEachEdge(comm, maskedVts(comm), [&](Conn& c) {
+    if (c.probesSent == 0 || !c.owner || !c.owner->pathClear(c)) notReady |= 1ull << c.vt;
+  });
+  return notReady;
+}
+
+void rejoin(precclComm* comm, uint64_t notReadyAnywhere) {
+  const uint64_t back = maskedVts(comm) & ~notReadyAnywhere;
+  if (back == 0) return;
+  comm->liveMask |= back;
+  forEachEdge(comm, back, [](Conn& c) { c.probesSent = 0; });
+  for (int v = 0; v < comm->nVTs; v++)
+    if ((back >> v) & 1) {
+      comm->vtStateEpoch[v] = comm->epoch + 1;
+      PRECCL_WARN("rank {}: VT {} answers on every rank again: it rejoins from epoch {}", comm->rank, v, comm->epoch + 1);
+    }
+}
+
+void mask(precclComm* comm, uint64_t failed) {
+  comm->liveMask &= ~failed;
+  forEachEdge(comm, failed, [](Conn& c) { c.probesSent = 0; });
+  for (int v = 0; v < comm->nVTs; v++)
+    if ((failed >> v) & 1) comm->vtStateEpoch[v] = comm->epoch;
+}
+
+}  // namespace preccl
