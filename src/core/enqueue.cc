@@ -250,7 +250,8 @@ static precclResult_t stageInput(precclComm* comm, CctArgs& a, size_t bytes) {
   return precclSuccess;
 }
 
-// The ring neighbours' edges on the live VTs: every rank reaches every other through them on any one VT.
+// The ring neighbours' edges on the live VTs, the lowest VT's first: every rank reaches every other
+// through them on any one VT.
 static std::vector<Conn*> notifyEdges(precclComm* comm) {
   std::vector<Conn*> e;
   const int next = comm->topo.ringNext(comm->rank), prev = comm->topo.ringPrev(comm->rank);
@@ -303,8 +304,10 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->errorText()));
   CctArgs a = args;
   // Every rank runs a collective, so all can agree on how it ends; a group of sends and receives involves
-  // only some, so a failed path fails it.
-  const bool agree = comm->cfg.retry && a.coll != Coll::P2P && comm->nranks > 1;
+  // only some, so a failed path fails it. Only network paths fail apart from their ranks: a communicator
+  // within one host's shared memory has nothing to retry and skips the commit's latency.
+  const bool agree = comm->cfg.retry && a.coll != Coll::P2P && comm->nranks > 1 &&
+                     (comm->topo.nHosts() > 1 || comm->topo.shmDisabled);
   // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
   if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0)
     PRECCL_CHECK(stageInput(comm, a, a.count * comm->nranks * dtypeSize(a.dtype)));
@@ -335,6 +338,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     ctx.detectMs = comm->cfg.detectMs;
     if (agree) {
       ctx.notify = notifyEdges(comm);
+      ctx.notifyNarrow = std::min<size_t>(ctx.notify.size(), comm->topo.ringNext(comm->rank) == comm->topo.ringPrev(comm->rank) ? 1 : 2);
       ctx.report = maskedNotReady(comm);
     }
     fault = ExecFault{};

@@ -1,5 +1,6 @@
 #include "device/agreement.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -9,17 +10,25 @@
 
 namespace preccl {
 
-Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, bool dropStale)
+Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
+                     bool dropStale)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
       attempt_(attempt),
       edges_(std::move(edges)),
       dirty_(edges_.size(), 0),
+      active_(std::min(std::max<size_t>(narrow, 1), edges_.size())),
       dropStale_(dropStale),
       ranks_((nranks + 63) / 64, 0) {}
 
 void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
+
+void Agreement::widen() {
+  if (active_ == edges_.size()) return;
+  active_ = edges_.size();
+  if (phase_ == Phase::Committing || phase_ == Phase::Aborting) markAll();
+}
 
 void Agreement::finish(uint64_t report) {
   if (phase_ != Phase::Running) return;
@@ -37,6 +46,7 @@ void Agreement::abort() {
   std::fill(ranks_.begin(), ranks_.end(), 0);
   ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
   vts_ = suspects_;
+  active_ = edges_.size();  // rare, and it must get through whatever else died
   markAll();
 }
 
@@ -103,7 +113,7 @@ bool Agreement::sendPending() {
   bool moved = false;
   const uint16_t kind = phase_ == Phase::Committing ? kSlotCommit : kSlotAbort;
   const uint32_t bytes = static_cast<uint32_t>(8 * (1 + ranks_.size()));
-  for (size_t i = 0; i < edges_.size(); i++) {
+  for (size_t i = 0; i < active_; i++) {
     Conn* c = edges_[i];
     if (!dirty_[i] || c->state() != Conn::Live || !c->send.hasRoom()) continue;
     if (bytes > c->send.fifo().slotBytes) continue;  // cannot happen for any slot size the config allows
@@ -127,7 +137,7 @@ bool Agreement::sendPending() {
 // Sent on every edge that can carry it: a silent path is left out, the flood reaches its far end
 // through the others.
 bool Agreement::allSent() const {
-  for (size_t i = 0; i < edges_.size(); i++) {
+  for (size_t i = 0; i < active_; i++) {
     const Conn* c = edges_[i];
     if (dirty_[i] && c->state() == Conn::Live && !c->pathDown) return false;
   }
@@ -153,7 +163,7 @@ bool Agreement::pump() {
   }
   // Committing: the last notices must have left this process, since a peer may still need them to
   // return and this rank may exit as soon as it does.
-  for (Conn* c : edges_)
+  for (Conn* c : edges_)  // every edge: the plan's data too
     if (c->stagedSends && c->state() == Conn::Live && !c->pathDown && c->send.released() != c->send.published())
       return moved;
   phase_ = Phase::Committed;

@@ -20,9 +20,12 @@ namespace preccl {
 class Agreement {
  public:
   enum class Phase { Running, Committing, Aborting, Committed, Aborted };
-  // `edges`: where notices go and come from (each once). `dropStale`: slots of older attempts may be
-  // queued (the communicator aborted before) and are dropped unread.
-  Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, bool dropStale);
+  // `edges`: where notices come from (each once); commits go to the first `narrow` of them (one VT's ring
+  // neighbours: every collective commits, so the flood is kept small) until widen(), aborts to all.
+  // `dropStale`: slots of older attempts may be queued (the communicator aborted before) and are dropped
+  // unread.
+  Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
+            bool dropStale);
 
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
@@ -32,6 +35,8 @@ class Agreement {
   // commit ends with the union of every rank's).
   void finish(uint64_t report);
   void abort();   // this rank gives the attempt up: Running -> Aborting, reporting its suspects
+  // Sends on every edge from now on (a path of the narrow set died: the flood must go around it).
+  void widen();
   // Reads the notices queued on the edges (while running, also behind data, for an abort), drops the
   // slots an abort made stale, sends the set where it changed, and ends the phase when it can. Returns
   // whether anything moved.
@@ -66,6 +71,7 @@ class Agreement {
   uint32_t attempt_;
   std::vector<Conn*> edges_;
   std::vector<char> dirty_;  // per edge: the set changed since it was last sent there
+  size_t active_;            // notices go to edges_[0, active_)
   bool dropStale_;
   Phase phase_ = Phase::Running;
   uint64_t suspects_ = 0;

@@ -45,7 +45,7 @@ struct Exec {
   uint64_t suspects = 0;  // VTs with a dead path among the agreement's edges, at the last look
 
   Exec(const ExecCtx& c, CctPlan& p, ExecFault* f)
-      : ctx(c), plan(p), fault(f), agree(c.rank, c.nranks, p.epoch, c.attempt, agreementEdges(c, p), c.dropStale) {
+      : ctx(c), plan(p), fault(f), agree(c.rank, c.nranks, p.epoch, c.attempt, agreementEdges(c, p), c.notifyNarrow, c.dropStale) {
     for (const Task& t : plan.tasks)
       for (const Step& s : t.steps)
         for (int i = 0; i < s.nsend; i++)
@@ -342,6 +342,7 @@ struct Exec {
         checkStalled();
         if (brokenEdge(true) != precclSuccess) return fault->code;
         if (Conn* dead = checkPaths()) {
+          agree.widen();
           if (!ctx.agree)
             return fail(precclRemoteError, dead,
                         fmt::format("rank {}: the path of VT {} to rank {} ({}) is down: {}", ctx.rank, dead->vt, dead->peer,

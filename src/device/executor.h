@@ -43,6 +43,7 @@ struct ExecCtx {
   bool dropStale = false;
   uint64_t liveMask = ~0ull;
   std::vector<Conn*> notify;
+  size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
   uint32_t detectMs = 500;
   uint64_t report = 0;  // the masked VTs this rank cannot take back yet (core/probe.h), for the commit
 };

@@ -1,0 +1,147 @@
+// The failure rules without sockets: when a path counts as dead (policy/detect.h), and how the ranks of
+// one attempt agree on a commit or an abort (device/agreement.h), over in-memory FIFOs in one thread:
+// every rank must end the same way, an abort with the same union of failed VTs everywhere.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "device/agreement.h"
+#include "policy/detect.h"
+
+using namespace preccl;
+
+namespace {
+
+constexpr uint32_t kSlots = 4;
+constexpr size_t kSlotBytes = 4096;
+
+// Ranks on a ring, one edge to each neighbour (both directions): FIFO memory in the heap, no wakers.
+struct Ring {
+  struct Pipe {
+    std::unique_ptr<char, void (*)(void*)> mem{nullptr, free};
+    Fifo fifo;
+  };
+  int n;
+  std::vector<std::unique_ptr<Pipe>> pipes;           // pipe (a -> b)
+  std::vector<std::vector<std::unique_ptr<Conn>>> e;  // e[a][k]: a's edge to its k-th neighbour
+
+  Fifo makeFifo() {
+    auto p = std::make_unique<Pipe>();
+    void* m = nullptr;
+    REQUIRE(posix_memalign(&m, kSlotAlign, fifoBytes(kSlots, kSlotBytes)) == 0);
+    memset(m, 0, fifoCtrlBytes());
+    new (m) FifoCtrl();
+    p->mem.reset(static_cast<char*>(m));
+    p->fifo.attach(m, kSlots, kSlotBytes);
+    Fifo f = p->fifo;
+    pipes.push_back(std::move(p));
+    return f;
+  }
+
+  explicit Ring(int nranks) : n(nranks), e(nranks) {
+    for (int a = 0; a < n; a++)
+      for (int k = 0; k < 2; k++) {
+        auto c = std::make_unique<Conn>();
+        c->peer = (a + (k == 0 ? 1 : n - 1)) % n;
+        c->vt = 0;
+        e[a].push_back(std::move(c));
+      }
+    // a's edge to next (k=0) pairs with next's edge to its prev (k=1).
+    for (int a = 0; a < n; a++) {
+      const int b = (a + 1) % n;
+      Fifo ab = makeFifo(), ba = makeFifo();
+      e[a][0]->send.attach(ab, Waker{});
+      e[b][1]->recv.attach(ab, Waker{});
+      e[b][1]->send.attach(ba, Waker{});
+      e[a][0]->recv.attach(ba, Waker{});
+    }
+  }
+  std::vector<Conn*> edges(int a) { return {e[a][0].get(), e[a][1].get()}; }
+};
+
+// Pumps every rank in a shuffled order until all ended (or a bound of rounds passed).
+bool settle(std::vector<std::unique_ptr<Agreement>>& ag, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<size_t> order(ag.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  for (int round = 0; round < 10000; round++) {
+    std::shuffle(order.begin(), order.end(), rng);
+    bool all = true;
+    for (size_t i : order) {
+      ag[i]->pump();
+      all &= ag[i]->ended();
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a path is dead only with bytes outstanding, a retransmission timeout and no acknowledgement for the detection time",
+          "[agreement]") {
+  CHECK(pathDead({5, 1, 600}, 500));
+  CHECK_FALSE(pathDead({0, 3, 5000}, 500));  // nothing outstanding: an idle connection or a closed window
+  CHECK_FALSE(pathDead({5, 0, 5000}, 500));  // the first segment after an idle spell, not yet timed out
+  CHECK_FALSE(pathDead({5, 2, 499}, 500));   // acknowledgements still arrive: congestion
+}
+
+TEST_CASE("every rank commits when every rank finished", "[agreement]") {
+  for (int n : {2, 3, 5, 8})
+    for (uint32_t seed = 1; seed <= 5; seed++) {
+      Ring ring(n);
+      std::vector<std::unique_ptr<Agreement>> ag;
+      for (int r = 0; r < n; r++) ag.push_back(std::make_unique<Agreement>(r, n, 7, 0, ring.edges(r), 1, false));
+      for (int r = 0; r < n; r++) ag[r]->finish(r == 1 ? 0x4 : 0);
+      INFO("n " << n << " seed " << seed);
+      REQUIRE(settle(ag, seed));
+      for (int r = 0; r < n; r++) {
+        CHECK(ag[r]->phase() == Agreement::Phase::Committed);
+        CHECK(ag[r]->agreedVts() == 0x4);  // rank 1's report reached everyone
+      }
+    }
+}
+
+TEST_CASE("an abort wins over commits and every rank gets the same union of failed VTs", "[agreement]") {
+  for (int n : {2, 3, 5, 8})
+    for (uint32_t seed = 1; seed <= 5; seed++) {
+      Ring ring(n);
+      std::vector<std::unique_ptr<Agreement>> ag;
+      for (int r = 0; r < n; r++) ag.push_back(std::make_unique<Agreement>(r, n, 7, 2, ring.edges(r), 2, true));
+      // Rank 0 finished; ranks 1 and n-1 find different dead VTs at once; the others are still running
+      // and report a suspicion of their own when they join.
+      ag[0]->finish(0);
+      ag[1]->setSuspects(0x2);
+      ag[1]->abort();
+      ag[n - 1]->setSuspects(0x8);
+      ag[n - 1]->abort();
+      for (int r = 2; r < n - 1; r++) ag[r]->setSuspects(r == 2 ? 0x10 : 0);
+      INFO("n " << n << " seed " << seed);
+      REQUIRE(settle(ag, seed));
+      // With two ranks, rank 1 is both, and its report is fixed when it first aborts.
+      const uint64_t want = n == 2 ? 0x2 : 0x2 | 0x8 | (n > 3 ? 0x10 : 0);
+      for (int r = 0; r < n; r++) {
+        CHECK(ag[r]->phase() == Agreement::Phase::Aborted);
+        CHECK(ag[r]->agreedVts() == want);
+      }
+    }
+}
+
+TEST_CASE("notices of ended attempts and probes are dropped, older data only after an abort", "[agreement]") {
+  SlotHdr h{};
+  h.epoch = 5;
+  h.attempt = 1;
+  h.kind = kSlotCommit;
+  CHECK(Agreement::droppable(h, 5, 2, false));   // a commit notice of an earlier attempt
+  CHECK_FALSE(Agreement::droppable(h, 5, 1, false));
+  h.kind = kSlotData;
+  CHECK_FALSE(Agreement::droppable(h, 5, 2, false));  // data: an error unless the communicator aborted
+  CHECK(Agreement::droppable(h, 5, 2, true));
+  CHECK_FALSE(Agreement::droppable(h, 5, 1, true));   // this attempt's data
+  h.kind = kSlotProbe;
+  CHECK(Agreement::droppable(h, 9, 0, false));
+}
