@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -128,6 +129,18 @@ void NetnsBed::removeStale() {
       for (int r = 0; r < 8; ++r) sh("ip link del pcclt" + std::to_string(pid) + "b" + std::to_string(r) + " 2>/dev/null");
     }
   }
+}
+
+std::unique_ptr<NetnsBed> testBed(int hosts, int rails) {
+  if (std::string why = netnsUnavailable(); !why.empty()) {
+    WARN("skipped: " << why);
+    SUCCEED();
+    return nullptr;
+  }
+  auto bed = std::make_unique<NetnsBed>(hosts, rails);
+  INFO("could not build the namespaces: " << bed->error());
+  REQUIRE(bed->ok());
+  return bed;
 }
 
 }  // namespace ptest

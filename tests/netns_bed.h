@@ -4,6 +4,7 @@
 // process's pid and deleted by the destructor (and a killed run's leftovers by the next one).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,9 @@ class NetnsBed {
   bool ok_ = false;
   std::string error_;
 };
+
+// In a TEST_CASE: the bed, or null when namespaces are unavailable here (the case is then reported as
+// skipped, with the reason). A bed that cannot be built fails the case.
+std::unique_ptr<NetnsBed> testBed(int hosts, int rails);
 
 }  // namespace ptest

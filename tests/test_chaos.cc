@@ -121,14 +121,8 @@ void chaosBody(Rank& r) {
 }  // namespace
 
 TEST_CASE("chaos: NICs going down and up at random under mixed collectives", "[netns]") {
-  if (std::string why = netnsUnavailable(); !why.empty()) {
-    WARN("skipped: " << why);
-    SUCCEED();
-    return;
-  }
-  auto bed = std::make_unique<NetnsBed>(kHosts, kRails);
-  INFO("could not build the namespaces: " << bed->error());
-  REQUIRE(bed->ok());
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
   GroupOptions opt;
   opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_NVTS", std::to_string(kVts)}, {"PRECCL_TIMEOUT", "30"},
              {"PRECCL_CHECK_ALLOC", "1"},    {"PRECCL_DEBUG", "WARN"}};

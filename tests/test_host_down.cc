@@ -55,14 +55,8 @@ void hostDownBody(Rank& r) {
 }  // namespace
 
 TEST_CASE("every NIC of one host down: every rank fails within the timeout", "[netns]") {
-  if (std::string why = netnsUnavailable(); !why.empty()) {
-    WARN("skipped: " << why);
-    SUCCEED();
-    return;
-  }
-  auto bed = std::make_unique<NetnsBed>(kHosts, kRails);
-  INFO("could not build the namespaces: " << bed->error());
-  REQUIRE(bed->ok());
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
   GroupOptions opt;
   opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", std::to_string(int(kTimeoutEnv))}, {"PRECCL_DEBUG", "WARN"}};
   opt.timeoutSec = 120;

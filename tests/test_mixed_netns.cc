@@ -119,15 +119,8 @@ void mixedBody(Rank& r, bool tree) {
 }  // namespace
 
 TEST_CASE("mixed shm + sockets: 2 namespaces x 2 ranks x 2 NICs", "[netns]") {
-  if (std::string why = netnsUnavailable(); !why.empty()) {
-    WARN("skipped: " << why);
-    SUCCEED();
-    return;
-  }
-
-  auto bed = std::make_unique<NetnsBed>(kHosts, kRails);
-  INFO("could not build the namespaces: " << bed->error());
-  REQUIRE(bed->ok());
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
   bedSelfCheck(*bed);
 
   for (bool tree : {false, true}) {
@@ -187,15 +180,10 @@ void learnFromOwnTail(Rank& r, const std::string& what, const std::vector<Coll>&
 }  // namespace
 
 TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
-  if (std::string why = netnsUnavailable(); !why.empty()) {
-    WARN("skipped: " << why);
-    SUCCEED();
-    return;
-  }
-  auto bed = std::make_unique<NetnsBed>(kHosts, kRails);
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
   std::string log;
-  INFO("could not build or shape the namespaces: " << bed->error() << log);
-  REQUIRE(bed->ok());
+  INFO("could not shape the namespaces: " << log);
   REQUIRE(bed->shape(0, 1, "40mbit", &log));
   // One rank per namespace, over the rails, with every slot's allocation digest checked.
   auto options = [&](const char* algo, const char* policy) {

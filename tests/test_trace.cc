@@ -32,6 +32,7 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     double sum = 0;
     for (int v = 0; v < n && v < 8; ++v) {
       sum += st[v].share;
+      r.check(st[v].state == precclVtLive && st[v].stateEpoch == 0, "VT " + std::to_string(v) + " is not live from the start");
       r.check(st[v].lastBytes > 0, "VT " + std::to_string(v) + " moved no bytes in the last AllReduce");
       // Every call's records were known when it returned (the telemetry cut): the model has seen the VTs.
       r.check(st[v].estimateNs > 0, "VT " + std::to_string(v) + " has no model estimate after " + std::to_string(kCalls) + " calls");
@@ -52,6 +53,9 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     CHECK(line.find("\"alphaNs\":") != std::string::npos);
     CHECK(line.find("\"nsPerMiB\":") != std::string::npos);
     CHECK(line.find("\"pieceBytes\":0") == std::string::npos);  // every VT's piece is known
+    CHECK(line.find("\"attempts\":1,") != std::string::npos);     // nothing failed: one run
+    CHECK(line.find("\"state\":\"masked\"") == std::string::npos);
+    CHECK(line.find("\"state\":\"live\",\"stateEpoch\":0}") != std::string::npos);
     // The control path's cost against the call's: both timed, the call not free.
     CHECK(line.find("\"decideNs\":") != std::string::npos);
     const size_t ex = line.find("\"execNs\":");

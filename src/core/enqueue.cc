@@ -344,6 +344,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     fault = ExecFault{};
     precclResult_t res = execute(ctx, plan, &fault);
     if (timed) comm->lastExecNs = nowNs() - tExec;
+    comm->lastAttempts = attempt + 1;
     if (res == precclSuccess) break;
     if (fault.aborted) {
       PRECCL_CHECK(afterAbort(comm, fault, attempt));

@@ -43,16 +43,17 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
     modelParams(comm->policy.model, v, &alpha, &betaQ);
     vts += fmt::format(
         "{}{{\"vt\":{},\"rangeBytes\":{},\"share\":{:.6f},\"sentBytes\":{},\"stalls\":{},\"stallNs\":{},\"elapsedNs\":{},"
-        "\"estimateNs\":{},\"alphaNs\":{},\"nsPerMiB\":{},\"pieceBytes\":{}}}",
+        "\"estimateNs\":{},\"alphaNs\":{},\"nsPerMiB\":{},\"pieceBytes\":{},\"state\":\"{}\",\"stateEpoch\":{}}}",
         v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, plan.vtDoneNs[v],
-        modelEstimateNs(comm->policy.model, v, c.lastBytes), alpha, betaQ, piece);
+        modelEstimateNs(comm->policy.model, v, c.lastBytes), alpha, betaQ, piece,
+        (comm->liveMask >> v) & 1 ? "live" : "masked", comm->vtStateEpoch[v]);
   }
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
-      "\"telemetryEpoch\":{},\"decideNs\":{},\"execNs\":{},\"vts\":[{}]}}\n",
+      "\"telemetryEpoch\":{},\"decideNs\":{},\"execNs\":{},\"attempts\":{},\"vts\":[{}]}}\n",
       comm->rank, plan.epoch, collName(a.coll), tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
       dtypeName(a.dtype), comm->haveTele ? static_cast<int64_t>(comm->tele.epoch) : -1, comm->lastDecideNs,
-      comm->lastExecNs, vts);
+      comm->lastExecNs, comm->lastAttempts, vts);
   ssize_t r = write(comm->traceFd, line.data(), line.size());
   (void)r;
 }
