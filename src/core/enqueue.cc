@@ -339,7 +339,10 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     if (agree) {
       ctx.notify = notifyEdges(comm);
       ctx.notifyNarrow = std::min<size_t>(ctx.notify.size(), comm->topo.ringNext(comm->rank) == comm->topo.ringPrev(comm->rank) ? 1 : 2);
-      ctx.report = maskedNotReady(comm);
+      ctx.report = [comm] {
+        probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
+        return maskedNotReady(comm);
+      };
     }
     fault = ExecFault{};
     precclResult_t res = execute(ctx, plan, &fault);

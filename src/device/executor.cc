@@ -265,6 +265,13 @@ struct Exec {
       }
     };
     for (Conn* e : agreementEdges(ctx, plan)) look(e);
+    // Every VT whose edge to that peer leaves by the same NIC shares the path (VT v and v + K of K NICs):
+    // it is as dead, even if it had nothing in flight to show it yet.
+    if (dead && ctx.edges)
+      ctx.edges->find([&](const Conn& e) {
+        if (e.peer == dead->peer && e.nic == dead->nic && e.nic >= 0 && liveVt(ctx.liveMask, e.vt)) suspects |= 1ull << e.vt;
+        return false;
+      });
     agree.setSuspects(suspects);
     return dead;
   }
@@ -313,7 +320,7 @@ struct Exec {
       if (!ctx.agree) {
         if (all && flushed(&moved)) return precclSuccess;
       } else {
-        if (running && all && agree.phase() == Agreement::Phase::Running) agree.finish(ctx.report);
+        if (running && all && agree.phase() == Agreement::Phase::Running) agree.finish(ctx.report ? ctx.report() : 0);
         // While tasks run, the notices are looked for only when nothing moved (they are rare).
         if (agree.phase() != Agreement::Phase::Running || !moved) moved |= agree.pump();
         if (agree.phase() == Agreement::Phase::Committed) {

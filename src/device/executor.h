@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ struct ExecCtx {
   std::vector<Conn*> notify;
   size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
   uint32_t detectMs = 500;
-  uint64_t report = 0;  // the masked VTs this rank cannot take back yet (core/probe.h), for the commit
+  // Asked when this rank's tasks are done: the masked VTs it cannot take back yet (core/probe.h), for the
+  // commit. Asked then rather than at the start, so that a path that returned during a long call counts.
+  std::function<uint64_t()> report;
 };
 
 // Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
