@@ -82,12 +82,15 @@ bool settle(std::vector<std::unique_ptr<Agreement>>& ag, uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("a path is dead only with bytes outstanding, a retransmission timeout and no acknowledgement for the detection time",
-          "[agreement]") {
-  CHECK(pathDead({5, 1, 600}, 500));
-  CHECK_FALSE(pathDead({0, 3, 5000}, 500));  // nothing outstanding: an idle connection or a closed window
-  CHECK_FALSE(pathDead({5, 0, 5000}, 500));  // the first segment after an idle spell, not yet timed out
-  CHECK_FALSE(pathDead({5, 2, 499}, 500));   // acknowledgements still arrive: congestion
+TEST_CASE("a path is dead only when nothing is acknowledged for the detection time while bytes wait", "[agreement]") {
+  CHECK(pathDead({5, 1, 600, 0, 0}, 500));
+  CHECK_FALSE(pathDead({0, 3, 5000, 0, 0}, 500));  // nothing outstanding or queued: an idle connection
+  CHECK_FALSE(pathDead({5, 0, 5000, 0, 0}, 500));  // the first segment after an idle spell, not yet timed out
+  CHECK_FALSE(pathDead({5, 2, 499, 0, 0}, 500));   // acknowledgements still arrive: congestion
+  // A closed window: bytes queued, window probes going out.
+  CHECK(pathDead({0, 0, 900, 2, 4096}, 500));       // two probes unanswered: the path dropped them
+  CHECK_FALSE(pathDead({0, 0, 3000, 1, 4096}, 500)); // a late reader: its kernel answers each probe
+  CHECK_FALSE(pathDead({0, 0, 900, 3, 0}, 500));     // nothing queued
 }
 
 TEST_CASE("every rank commits when every rank finished", "[agreement]") {

@@ -10,16 +10,22 @@ struct PathSample {
   uint32_t unacked = 0;      // segments sent and not acknowledged
   uint32_t timeouts = 0;     // retransmission timeouts since the last acknowledgement
   uint32_t msSinceAck = 0;   // since the last acknowledgement of anything
+  // The peer's window was closed: bytes wait unsent (`queued`) and window probes go out; `probes` counts
+  // those not answered since the last acknowledgement.
+  uint32_t probes = 0;
+  uint32_t queued = 0;
 };
 
 constexpr uint32_t kDetectMsDefault = 500;  // PRECCL_DETECT_MS
 
-// Dead: bytes are outstanding, the retransmission timer fired, and nothing was acknowledged for
-// `detectMs`. A congested or slow path still acknowledges what it delivers; a late or stopped peer's
-// kernel still acknowledges (or closes the window, leaving nothing outstanding); only a path that drops
-// everything meets all three.
+// Dead: nothing was acknowledged for `detectMs` while either bytes are outstanding and the retransmission
+// timer fired, or bytes wait behind a closed window and two window probes went unanswered (the window
+// update that would have opened it was lost with the path). A congested or slow path still acknowledges
+// what it delivers, and a late or stopped peer's kernel answers every window probe (its probes count
+// stays at most 1), so only a path that drops everything meets the rule.
 inline bool pathDead(const PathSample& s, uint32_t detectMs) {
-  return s.unacked > 0 && s.timeouts > 0 && s.msSinceAck >= detectMs;
+  if (s.msSinceAck < detectMs) return false;
+  return (s.unacked > 0 && s.timeouts > 0) || (s.queued > 0 && s.probes >= 2);
 }
 
 }  // namespace preccl

@@ -197,14 +197,20 @@ bool SocketTransport::pathClear(Conn& c) {
 void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
   tcp_info ti{};
   if (!tcpInfo(c, &ti)) return;
+  int queued = 0;
+  if (ioctl(fdOf(c), TIOCOUTQ, &queued) != 0) queued = 0;
   PathSample p;
   p.unacked = ti.tcpi_unacked;
-  p.timeouts = std::max<uint32_t>(ti.tcpi_retransmits, ti.tcpi_backoff);
+  p.timeouts = ti.tcpi_retransmits;
   p.msSinceAck = ti.tcpi_last_ack_recv;
+  p.probes = ti.tcpi_probes;
+  p.queued = static_cast<uint32_t>(std::max(queued, 0));
   c.pathDown = pathDead(p, detectMs);
   if (c.pathDown)
-    c.pathWhy = fmt::format("no acknowledgement for {} ms with {} segments outstanding after {} retransmission timeouts",
-                            p.msSinceAck, p.unacked, p.timeouts);
+    c.pathWhy = fmt::format(
+        "no acknowledgement for {} ms with {} segments outstanding after {} retransmission timeouts, {} B queued after {} "
+        "unanswered window probes",
+        p.msSinceAck, p.unacked, p.timeouts, p.queued, p.probes);
 }
 
 void SocketTransport::forEachSocket(int vt, const std::function<void(Socket&)>& fn) {
