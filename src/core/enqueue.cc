@@ -79,7 +79,7 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
                 comm->liveMask);
 }
 
-static bool liveVt(const precclComm* comm, int v) { return v < 64 && ((comm->liveMask >> v) & 1); }
+static bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask, v); }
 
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
 // holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce

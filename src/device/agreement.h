@@ -44,6 +44,7 @@ class Agreement {
   // Once ended, the union of every rank's report: Aborted, the VTs that failed; Committed, the masked VTs
   // that some rank cannot take back yet.
   uint64_t agreedVts() const { return vts_; }
+  const std::vector<Conn*>& edges() const { return edges_; }
   // For messages: the ranks not yet in the set.
   std::string missing() const;
 

@@ -7,6 +7,7 @@
 
 #include "core/debug.h"
 #include "device/agreement.h"
+#include "policy/policy.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
 
@@ -16,13 +17,11 @@ namespace {
 
 enum class Adv { Moved, Blocked, Error, Abort };
 
-bool liveVt(uint64_t mask, int vt) { return vt >= 0 && vt < 64 && ((mask >> vt) & 1); }
-
 // The agreement's edges: the ring neighbours' on the live VTs and every edge of the plan there, once each.
 std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const CctPlan& plan) {
   std::vector<Conn*> e;
   auto add = [&](Conn* c) {
-    if (c && liveVt(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
+    if (c && isLive(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
   };
   for (Conn* c : ctx.notify) add(c);
   for (const Task& t : plan.tasks)
@@ -232,7 +231,7 @@ struct Exec {
     };
     Conn* c = findEdge([&](Conn* e, bool blocked) { return blocked && peerGone(*e); });
     if (!c && anywhere && ctx.edges)
-      c = ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && peerGone(e) && liveVt(ctx.liveMask, e.vt); });
+      c = ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && peerGone(e) && isLive(ctx.liveMask, e.vt); });
     if (!c) return precclSuccess;
     if (c->state() == Conn::Failed)
       return fail(precclRemoteError, c, fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, c->why(), c->peer, c->vt, c->path));
@@ -264,12 +263,12 @@ struct Exec {
         if (!dead) dead = e;
       }
     };
-    for (Conn* e : agreementEdges(ctx, plan)) look(e);
+    for (Conn* e : agree.edges()) look(e);
     // Every VT whose edge to that peer leaves by the same NIC shares the path (VT v and v + K of K NICs):
     // it is as dead, even if it had nothing in flight to show it yet.
     if (dead && ctx.edges)
       ctx.edges->find([&](const Conn& e) {
-        if (e.peer == dead->peer && e.nic == dead->nic && e.nic >= 0 && liveVt(ctx.liveMask, e.vt)) suspects |= 1ull << e.vt;
+        if (e.peer == dead->peer && e.nic == dead->nic && e.nic >= 0 && isLive(ctx.liveMask, e.vt)) suspects |= 1ull << e.vt;
         return false;
       });
     agree.setSuspects(suspects);

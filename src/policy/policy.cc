@@ -14,8 +14,6 @@ constexpr uint64_t kDeadbandDiv = 256;   // preccl: no move when < 1/256 of the 
 constexpr uint64_t kFullStepDiv = 16;    // preccl: full step when > 1/16 of the bytes would move
 constexpr uint32_t kAimdIncDiv = 16;     // aimd: additive increase of 1/(16 * live VTs) per epoch
 
-bool isLive(uint64_t mask, int v) { return v < 64 && ((mask >> v) & 1); }
-
 int countLive(int n, uint64_t mask) {
   int c = 0;
   for (int v = 0; v < n; v++) c += isLive(mask, v);

@@ -17,6 +17,8 @@ constexpr int kShareShift = 20;  // shares are fixed point, units of 2^-20 of th
 constexpr uint32_t kShareOne = 1u << kShareShift;
 constexpr uint32_t kFloorDiv = 16;  // each live VT keeps >= 1/(16 * live VTs): its model stays fresh
 constexpr uint64_t kAllHealthy = ~0ull;
+// Whether VT v is live in a health mask (bit v set; VTs from 64 on never are).
+inline bool isLive(uint64_t mask, int v) { return v >= 0 && v < 64 && ((mask >> v) & 1); }
 
 // What the shares are kept per, besides the size class (derived from the request's bytes).
 struct AllocKey {

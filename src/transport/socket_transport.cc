@@ -179,12 +179,6 @@ int SocketTransport::fdOf(const Conn& c) const {
   return -1;
 }
 
-bool SocketTransport::tcpInfo(const Conn& c, tcp_info* ti) const {
-  const int fd = fdOf(c);
-  socklen_t len = sizeof(*ti);
-  return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &len) == 0;
-}
-
 // The proxy handed every slot to the kernel, and the kernel's send queue (unsent and unacknowledged
 // bytes) is empty.
 bool SocketTransport::pathClear(Conn& c) {
@@ -195,10 +189,12 @@ bool SocketTransport::pathClear(Conn& c) {
 }
 
 void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
+  const int fd = fdOf(c);
   tcp_info ti{};
-  if (!tcpInfo(c, &ti)) return;
+  socklen_t len = sizeof(ti);
+  if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
   int queued = 0;
-  if (ioctl(fdOf(c), TIOCOUTQ, &queued) != 0) queued = 0;
+  if (ioctl(fd, TIOCOUTQ, &queued) != 0) queued = 0;
   PathSample p;
   p.unacked = ti.tcpi_unacked;
   p.timeouts = ti.tcpi_retransmits;

@@ -2,8 +2,6 @@
 // both ends; the executor writes into FIFOs in this process's heap and the proxy thread (proxy.h) moves
 // slots between them and the sockets.
 #pragma once
-#include <netinet/tcp.h>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,7 +42,6 @@ class SocketTransport : public Transport {
  private:
   precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt);
   int fdOf(const Conn& c) const;
-  bool tcpInfo(const Conn& c, tcp_info* ti) const;
 
   int fixedBufferBytes_;
   std::function<void()> threadInit_;
