@@ -134,6 +134,28 @@ TEST_CASE("an abort wins over commits and every rank gets the same union of fail
     }
 }
 
+// The sender of bytes lost on a dead path may have finished before it saw the path die: it cannot abort
+// (a commit never turns into one), so a rank still running must, on its report.
+TEST_CASE("a dead path found after committing makes a running rank abort", "[agreement]") {
+  for (int n : {2, 3, 5, 8})
+    for (uint32_t seed = 1; seed <= 5; seed++) {
+      Ring ring(n);
+      std::vector<std::unique_ptr<Agreement>> ag;
+      for (int r = 0; r < n; r++) ag.push_back(std::make_unique<Agreement>(r, n, 7, 0, ring.edges(r), 1, false));
+      // Every rank but the last finished; rank 0 then finds VT 1 dead. The last rank still waits for data.
+      for (int r = 0; r < n - 1; r++) ag[r]->finish(0);
+      for (int round = 0; round < 3; round++)
+        for (auto& a : ag) a->pump();
+      ag[0]->setSuspects(0x2);
+      INFO("n " << n << " seed " << seed);
+      REQUIRE(settle(ag, seed));
+      for (int r = 0; r < n; r++) {
+        CHECK(ag[r]->phase() == Agreement::Phase::Aborted);
+        CHECK(ag[r]->agreedVts() == 0x2);  // rank 0's report, when it joined
+      }
+    }
+}
+
 TEST_CASE("notices of ended attempts and probes are dropped, older data only after an abort", "[agreement]") {
   SlotHdr h{};
   h.epoch = 5;

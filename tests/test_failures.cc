@@ -1,6 +1,7 @@
 // Failures: a peer SIGKILLed or SIGSTOPped in the middle of a large AllReduce loop (every survivor's call
 // must fail within PRECCL_TIMEOUT + 5 s, naming the edge, the async error must be set, CommAbort must
-// return), and strangers connecting to the bootstrap root while ranks start (init must still succeed).
+// return), strangers connecting to the bootstrap root while ranks start (init must still succeed), and
+// strangers connecting to the data listeners a socket communicator keeps for masked VTs (calls go on).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -223,7 +224,60 @@ void strangers(Transport t) {
   reportToCatch(std::string("strangers at the bootstrap root, ") + transportName(t), g);
 }
 
+// Every listening socket of this process (the communicator's kept data listeners among them).
+std::vector<sockaddr_storage> listeningSockets() {
+  std::vector<sockaddr_storage> out;
+  for (int fd = 0; fd < 1024; fd++) {
+    int on = 0;
+    socklen_t len = sizeof on;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on) continue;
+    sockaddr_storage ss{};
+    len = sizeof ss;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) out.push_back(ss);
+  }
+  return out;
+}
+
+// Each rank, between checked calls, points strangers at its own listeners: garbage, a hello-sized
+// message without the secret, one that connects and closes, one that stays silent through the calls.
+void dataListenerStrangers(Rank& r) {
+  if (!runCase(r, Case{Coll::AllReduce, precclFloat, kSum, 1031, false, 0, 21})) return;
+  const auto listeners = listeningSockets();
+  if (!r.check(!listeners.empty(), "a socket communicator keeps no listening socket")) return;
+  std::vector<int> silent;
+  std::mt19937 rng(7 + r.rank);
+  for (const auto& ss : listeners) {
+    const socklen_t len = ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    for (int kind = 0; kind < 4; kind++) {
+      int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+        r.check(false, "cannot connect to a listener of this rank");
+        if (fd >= 0) close(fd);
+        continue;
+      }
+      char junk[80];
+      for (char& c : junk) c = kind == 1 ? 0 : char(rng());
+      if (kind <= 1 && write(fd, junk, sizeof junk) != ssize_t(sizeof junk)) r.check(false, "write to a listener failed");
+      if (kind == 3) silent.push_back(fd);
+      else close(fd);
+    }
+  }
+  // Enough calls for the proxy to accept and refuse them (it looks every few tens of ms).
+  for (uint32_t seed = 22; seed < 22 + 2 * 40 && r.failures() == 0; seed += 2) {
+    runCase(r, Case{Coll::AllReduce, precclInt32, kMax, 65537, true, 0, seed});
+    runCase(r, Case{Coll::AllGather, precclUint8, kCopy, 999, false, 0, seed + 1});
+  }
+  for (int fd : silent) close(fd);
+}
+
 }  // namespace
+
+TEST_CASE("strangers at a socket communicator's kept data listeners", "[failures]") {
+  GroupOptions opt;
+  opt.env = localEnv(Transport::Socket, 2);
+  opt.timeoutSec = 90;
+  reportToCatch("strangers at the data listeners", runGroup(3, opt, dataListenerStrangers));
+}
 
 TEST_CASE("killed peer during AllReduce on shared memory", "[failures][shm]") {
   lostPeer(Transport::Shm, 2, SIGKILL);

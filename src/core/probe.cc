@@ -3,6 +3,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "device/agreement.h"
+#include "transport/transport.h"
 
 namespace preccl {
 
@@ -64,7 +65,10 @@ void rejoin(precclComm* comm, uint64_t notReadyAnywhere) {
 
 void mask(precclComm* comm, uint64_t failed) {
   comm->liveMask &= ~failed;
-  forEachEdge(comm, failed, [](Conn& c) { c.probesSent = 0; });
+  forEachEdge(comm, failed, [&](Conn& c) {
+    c.probesSent = 0;
+    if (c.owner) c.owner->redial(c, comm->epoch);
+  });
   for (int v = 0; v < comm->nVTs; v++)
     if ((failed >> v) & 1) comm->vtStateEpoch[v] = comm->epoch;
 }

@@ -1,8 +1,8 @@
-// Taking masked VTs back (docs/failures.md, "Probe and rejoin"). A masked VT's connections stay open:
-// TCP resends what it holds when the path returns. Before each collective, and again when its tasks are
-// done, a rank drops what arrived on a masked VT's edges (slots of its aborted attempt, the peers' probes)
-// and puts one probe slot on each of its edges after the masking, so that TCP has something to deliver
-// and to have acknowledged. A rank reports, in its commit, the masked VTs whose edges still hold anything
+// Taking masked VTs back (docs/failures.md, "Probe and rejoin"). Masking asks each edge's transport for a
+// fresh connection (Transport::redial), made when the path answers. Before each collective, and again
+// when its tasks are done, a rank drops what arrived on a masked VT's edges (slots of its aborted attempt,
+// the peers' probes) and puts one probe slot on each of its edges after the masking. A rank reports, in
+// its commit, the masked VTs whose edges are not yet on their fresh connection or still hold anything
 // unacknowledged; a VT no rank reports rejoins, on every rank, from the next collective.
 #pragma once
 #include <cstdint>

@@ -19,6 +19,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "policy/model.h"
+#include "policy/policy.h"
 #include "transport/socket.h"
 
 namespace preccl {
@@ -53,7 +54,7 @@ void sizeSocketBuffers(precclComm* comm, int flows) {
   for (int v = 0; v < comm->nVTs; v++) {
     int64_t alpha;
     uint64_t betaQ = 0;
-    if (!m.rateKnown(v) || !modelParams(m, v, &alpha, &betaQ)) continue;
+    if (!isLive(comm->liveMask, v) || !m.rateKnown(v) || !modelParams(m, v, &alpha, &betaQ)) continue;
     comm->net->forEachSocket(v, [&](SocketTransport::Socket& c) {
       if (c.bufferFloor == 0) c.bufferFloor = flowBufferFloor(segmentBytes(c.fd));
       const int want = flowBuffer(betaQ, flows, comm->slotBytes, c.bufferFloor, c.bufferBytes);

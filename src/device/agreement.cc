@@ -36,7 +36,16 @@ void Agreement::finish(uint64_t report) {
   std::fill(ranks_.begin(), ranks_.end(), 0);
   ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
   vts_ = report;
+  dead_ = 0;
   markAll();
+}
+
+void Agreement::setSuspects(uint64_t vts) {
+  suspects_ = vts;
+  if (phase_ == Phase::Committing && (dead_ | vts) != dead_) {
+    dead_ |= vts;
+    markAll();
+  }
 }
 
 void Agreement::abort() {
@@ -50,17 +59,30 @@ void Agreement::abort() {
   markAll();
 }
 
+// A notice's body: the VTs (abort: failed; commit: not ready to rejoin), the dead paths committing ranks
+// found (commit only), then the set of ranks.
+constexpr size_t kNoticeHead = 16;
+
+static uint64_t deadIn(const SlotHdr& h, const char* body) {
+  uint64_t v = 0;
+  if (h.bytes >= kNoticeHead) memcpy(&v, body + 8, 8);
+  return v;
+}
+
 bool Agreement::merge(const SlotHdr& h, const char* body) {
-  const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= 8 ? (h.bytes - 8) / 8 : 0);
+  const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= kNoticeHead ? (h.bytes - kNoticeHead) / 8 : 0);
   bool grew = false;
   uint64_t v;
-  if (h.bytes >= 8) {
+  if (h.bytes >= kNoticeHead) {
     memcpy(&v, body, 8);
     grew |= (vts_ | v) != vts_;
     vts_ |= v;
+    v = deadIn(h, body);
+    grew |= (dead_ | v) != dead_;
+    dead_ |= v;
   }
   for (size_t i = 0; i < words; i++) {
-    memcpy(&v, body + 8 + 8 * i, 8);
+    memcpy(&v, body + kNoticeHead + 8 * i, 8);
     grew |= (ranks_[i] | v) != ranks_[i];
     ranks_[i] |= v;
   }
@@ -83,6 +105,13 @@ bool Agreement::readEdge(Conn* c) {
       if (same(h) && h.kind == kSlotAbort) {
         abort();
         merge(h, r.slotAt(i));
+        return true;
+      }
+      if (same(h) && h.kind == kSlotCommit && deadIn(h, r.slotAt(i)) != 0) {
+        PRECCL_WARN("rank {}: a finished rank found VT mask {:#x} dead in epoch {} attempt {} while this rank still "
+                    "runs: aborting the attempt",
+                    rank_, deadIn(h, r.slotAt(i)), epoch_, attempt_);
+        abort();
         return true;
       }
     }
@@ -112,7 +141,7 @@ bool Agreement::readEdge(Conn* c) {
 bool Agreement::sendPending() {
   bool moved = false;
   const uint16_t kind = phase_ == Phase::Committing ? kSlotCommit : kSlotAbort;
-  const uint32_t bytes = static_cast<uint32_t>(8 * (1 + ranks_.size()));
+  const uint32_t bytes = static_cast<uint32_t>(kNoticeHead + 8 * ranks_.size());
   for (size_t i = 0; i < active_; i++) {
     Conn* c = edges_[i];
     if (!dirty_[i] || c->state() != Conn::Live || !c->send.hasRoom()) continue;
@@ -125,8 +154,10 @@ bool Agreement::sendPending() {
     h.bytes = bytes;
     h.teleEpoch = ~0ull;
     char* body = c->send.slot();
+    const uint64_t dead = phase_ == Phase::Committing ? dead_ : 0;
     memcpy(body, &vts_, 8);
-    memcpy(body + 8, ranks_.data(), 8 * ranks_.size());
+    memcpy(body + 8, &dead, 8);
+    memcpy(body + kNoticeHead, ranks_.data(), 8 * ranks_.size());
     c->send.publish();
     dirty_[i] = 0;
     moved = true;

@@ -4,6 +4,7 @@
 // forwards its set whenever it grows, and ends when the set holds every rank.
 //   commit: the set of ranks known to have finished. A rank returns only when every rank finished, so no
 //           rank returns success while a peer may still need, in a retry, input that only it holds.
+//           A commit also carries the dead paths committing ranks found (setSuspects).
 //   abort:  the set of ranks whose report is in, with the union of their failed VTs. Every report is fixed
 //           when its rank joins, so the union is the same on every rank once the set is complete.
 // A rank that has sent a commit never starts an abort (it only joins one), so an attempt that commits
@@ -30,7 +31,10 @@ class Agreement {
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
   // What this rank would report if it joined an abort now (its failed VTs); kept up to date by the caller.
-  void setSuspects(uint64_t vts) { suspects_ = vts; }
+  // A committing rank that finds a dead path cannot start an abort, but a peer may wait for bytes lost on
+  // it: its commits carry the VTs (`dead`, flooded like the set), and a rank still running that sees them
+  // starts the abort. That is safe: while a rank runs, no rank can have returned.
+  void setSuspects(uint64_t vts);
   // This rank's tasks are done: Running -> Committing. `report`: VTs this rank cannot take back yet (the
   // commit ends with the union of every rank's).
   void finish(uint64_t report);
@@ -77,6 +81,7 @@ class Agreement {
   Phase phase_ = Phase::Running;
   uint64_t suspects_ = 0;
   uint64_t vts_ = 0;
+  uint64_t dead_ = 0;  // committing: the dead paths committing ranks found
   std::vector<uint64_t> ranks_;
 };
 

@@ -19,6 +19,10 @@ class AuthAcceptor {
   AuthAcceptor& operator=(const AuthAcceptor&) = delete;
   // The next authenticated connection (blocking fd) with its hello, or -1 at the deadline.
   int next(std::vector<uint8_t>* hello, uint64_t deadlineNs);
+  // One round of next(), waiting at most `timeoutMs` (0: not at all): an authenticated connection, -1 for
+  // none yet, kPollError if the listening socket cannot be polled.
+  static constexpr int kPollError = -2;
+  int step(std::vector<uint8_t>* hello, int timeoutMs);
 
  private:
   struct Pending {
@@ -27,6 +31,8 @@ class AuthAcceptor {
     size_t got;
     uint64_t deadlineNs;
   };
+  void dropSilent(uint64_t now);
+
   int listenFd_;
   uint8_t secret_[kSecretBytes];
   size_t helloBytes_;

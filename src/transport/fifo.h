@@ -166,6 +166,8 @@ struct Conn {
     pathError_ = path;
     state_.store(Failed, std::memory_order_release);
   }
+  // A fresh connection replaced a failed one (transport/redial.h): the edge is Live again.
+  void revive() { state_.store(Live, std::memory_order_release); }
   const std::string& why() const { return why_; }  // once state() is Failed
   bool failedPath() const { return state() == Failed && pathError_; }
 

@@ -14,6 +14,9 @@
 
 namespace preccl {
 
+// How often the proxy dials, accepts and drains for masked VTs; an idle proxy wakes this often anyway.
+static constexpr uint64_t kRedialTickNs = 50'000'000;
+
 Proxy::Proxy(Bell* executorBell) : bell_(executorBell) {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -25,9 +28,12 @@ Proxy::~Proxy() {
   // the kernel sends it before the FIN. shutdown() sends the FIN even if a forked child still holds a
   // copy of the descriptor, where close() alone would not.
   for (auto& s : socks_) {
-    if (s->fd >= 0) shutdown(s->fd, SHUT_WR);
-    closeFd(s->fd);
+    int fd = s->fd.exchange(-1);
+    if (fd >= 0) shutdown(fd, SHUT_WR);
+    closeFd(fd);
   }
+  for (int& fd : retired_) closeFd(fd);
+  redial_.reset();
   closeFd(epfd_);
   closeFd(efd_);
 }
@@ -55,6 +61,17 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   socks_.push_back(std::move(s));
 }
 
+void Proxy::enableRedial(std::unique_ptr<Redialer> redialer, std::function<void(int)> prepare) {
+  redial_ = std::move(redialer);
+  prepare_ = std::move(prepare);
+}
+
+int Proxy::fdOf(const Conn* conn) const {
+  for (auto& s : socks_)
+    if (s->conn == conn) return s->fd.load(std::memory_order_acquire);
+  return -1;
+}
+
 bool Proxy::start(std::string* err, std::function<void()> threadInit) {
   if (epfd_ < 0 || efd_ < 0) {
     *err = std::string("epoll/eventfd: ") + strerror(errno);
@@ -69,7 +86,7 @@ bool Proxy::start(std::string* err, std::function<void()> threadInit) {
     epoll_event e{};
     e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
     e.data.ptr = s.get();
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, s->fd, &e) != 0) {
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, s->fd.load(), &e) != 0) {
       *err = std::string("epoll_ctl: ") + strerror(errno);
       return false;
     }
@@ -187,6 +204,55 @@ bool Proxy::pumpRecv(Sock& s) {
   return moved;
 }
 
+// The edge's VT is masked on this rank (the redialer takes a connection only then): whatever the old
+// socket held belongs to aborted attempts or is a probe, and the readers drop all of it, so the new
+// stream starts at a frame boundary at both ends: a half-sent slot goes again whole, a half-received one
+// is forgotten.
+void Proxy::replace(Conn* conn, int fd, bool dialed) {
+  Sock* s = nullptr;
+  for (auto& q : socks_)
+    if (q->conn == conn) s = q.get();
+  if (!s) return closeFd(fd);
+  if (prepare_) prepare_(fd);
+  setNonBlocking(fd);
+  int old = s->fd.load(std::memory_order_relaxed);
+  epoll_ctl(epfd_, EPOLL_CTL_DEL, old, nullptr);
+  if (dialed)
+    retired_.push_back(old);
+  else
+    closeFd(old);
+  s->sendOff = s->recvOff = 0;
+  s->failed = false;
+  s->readable = s->writable = true;
+  s->fd.store(fd, std::memory_order_release);
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP;
+  e.data.ptr = s;
+  if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &e) != 0) return fail(*s, std::string("epoll_ctl: ") + strerror(errno));
+  conn->revive();
+}
+
+void Proxy::drainRetired() {
+  thread_local char sink[1 << 16];
+  std::erase_if(retired_, [](int& fd) {
+    for (;;) {
+      ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+      if (r > 0) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+      closeFd(fd);
+      return true;
+    }
+  });
+}
+
+void Proxy::redialTick() {
+  const uint64_t now = nowNs();
+  if (now < nextRedialNs_) return;
+  nextRedialNs_ = now + kRedialTickNs;
+  redial_->step([this](Conn* c, int fd, bool dialed) { replace(c, fd, dialed); });
+  drainRetired();
+}
+
 bool Proxy::actionable(Sock& s) {
   if (s.failed) return false;
   return (s.writable && s.out.ready()) || (s.readable && s.in.hasRoom());
@@ -195,6 +261,7 @@ bool Proxy::actionable(Sock& s) {
 void Proxy::run() {
   epoll_event events[64];
   while (!stop_.load()) {
+    if (redial_) redialTick();
     bool moved = false;
     for (auto& s : socks_) {
       moved |= pumpSend(*s);
@@ -208,7 +275,7 @@ void Proxy::run() {
     bool work = false;
     for (auto& s : socks_) work = work || actionable(*s);
     // Always ask epoll, even with work pending: it is the only source of "writable again" after EAGAIN.
-    int n = epoll_wait(epfd_, events, 64, work ? 0 : 100);
+    int n = epoll_wait(epfd_, events, 64, work ? 0 : static_cast<int>(kRedialTickNs / 1000000));
     sleeping_.store(0, std::memory_order_seq_cst);
     for (int i = 0; i < n; i++) {
       auto* s = static_cast<Sock*>(events[i].data.ptr);

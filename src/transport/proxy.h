@@ -12,6 +12,7 @@
 
 #include "transport/doorbell.h"
 #include "transport/fifo.h"
+#include "transport/redial.h"
 
 namespace preccl {
 
@@ -26,6 +27,13 @@ class Proxy {
 
   // Takes ownership of `fd`, allocates the edge's two FIFOs and attaches both ends. Before start() only.
   void add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes);
+  // Fresh connections for masked VTs (redial.h), driven from the proxy thread; `prepare` readies each new
+  // socket as the transport readied the first. Before start() only.
+  void enableRedial(std::unique_ptr<Redialer> redialer, std::function<void(int)> prepare);
+  Redialer* redialer() const { return redial_.get(); }
+  // The socket an edge uses now, for a look at its state (-1: none). It changes only while the edge's VT
+  // is masked.
+  int fdOf(const Conn* conn) const;
   // `threadInit` runs first on the proxy thread (the core pins it near its NICs).
   bool start(std::string* err, std::function<void()> threadInit = nullptr);
   // Stops the thread. The sockets close with the Proxy (after their FIN).
@@ -34,7 +42,7 @@ class Proxy {
 
  private:
   struct Sock {
-    int fd = -1;
+    std::atomic<int> fd{-1};
     Conn* conn = nullptr;
     std::unique_ptr<char, void (*)(void*)> mem{nullptr, free};
     FifoConsumer out;      // the other end of conn->send: its slots go on the wire
@@ -49,6 +57,9 @@ class Proxy {
   bool pumpRecv(Sock& s);
   bool actionable(Sock& s);
   void fail(Sock& s, const std::string& what, int err = 0);
+  void redialTick();
+  void replace(Conn* conn, int fd, bool dialed);
+  void drainRetired();
 
   Bell* bell_;
   std::vector<std::unique_ptr<Sock>> socks_;
@@ -56,6 +67,12 @@ class Proxy {
   int efd_ = -1;
   std::atomic<int> sleeping_{0};
   std::atomic<bool> stop_{false};
+  std::unique_ptr<Redialer> redial_;
+  std::function<void(int)> prepare_;
+  uint64_t nextRedialNs_ = 0;
+  // Old sockets the dialing end replaced: read and discarded until the peer, having taken the new one,
+  // closes its end. Closing them here first would end the peer's old stream before it masked the VT.
+  std::vector<int> retired_;
   std::thread thread_;
 };
 

@@ -12,23 +12,12 @@
 #include "core/debug.h"
 #include "policy/detect.h"
 #include "transport/auth_accept.h"
+#include "transport/conn_hello.h"
 #include "transport/socket.h"
 
 namespace preccl {
 
 namespace {
-
-constexpr uint32_t kConnMagic = 0x4e4e4f43;  // "CONN"
-
-// First bytes on every data socket: proves the secret and names the edge.
-struct ConnHello {
-  uint8_t secret[kSecretBytes];
-  uint32_t magic;
-  int32_t src;
-  int32_t dst;
-  int32_t vt;
-  uint64_t commHash;
-};
 
 SockAddr nicAddr(const RankInfo& info, int nic) {
   SockAddr a;
@@ -74,16 +63,20 @@ precclResult_t SocketTransport::listen(const std::vector<NetIf>& nics, RankInfo*
   return precclSuccess;
 }
 
-precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt) {
+void SocketTransport::prepare(int fd, int rank) const {
   // Both ends: an accepted socket does not inherit it, and Nagle's wait for an acknowledgement that the
   // peer delays holds back every frame smaller than a segment (small pieces, header-only slots).
   setNoDelay(fd);
   if (fixedBufferBytes_ > 0) {
     const int got = setSocketBuffers(fd, fixedBufferBytes_);
     if (got < 2 * fixedBufferBytes_)
-      PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", s.rank, got,
+      PRECCL_INFO("rank {}: a data socket's buffer is {} B, not {} B (net.core.rmem_max, wmem_max)", rank, got,
                   2 * fixedBufferBytes_);
   }
+}
+
+precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt) {
+  prepare(fd, s.rank);
   auto c = std::make_unique<Conn>();
   c->peer = peer;
   c->vt = vt;
@@ -94,9 +87,9 @@ precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, i
   if (!proxy_) proxy_ = std::make_unique<Proxy>(s.bell);
   proxy_->add(fd, c.get(), s.nslots, s.slotBytes);
   Socket sock;
+  sock.conn = c.get();
   sock.fd = fd;
   socks_.emplace_back(vt, sock);
-  fds_.emplace_back(c.get(), fd);
   table.put(std::move(c));
   return precclSuccess;
 }
@@ -127,6 +120,7 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
       h.dst = peer;
       h.vt = v;
       h.commHash = s.commHash;
+      h.maskEpoch = 0;
       if (fd < 0 || !sendAll(fd, &h, sizeof(h), s.deadlineNs)) {
         if (fd >= 0) close(fd);
         closeListeners();
@@ -149,7 +143,7 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
       ConnHello h;
       memcpy(&h, raw.data(), sizeof(h));
       bool ok = h.magic == kConnMagic && h.dst == me && h.src >= 0 && h.src < me && h.vt >= 0 && h.vt < s.nVTs &&
-                h.commHash == s.commHash && !t.useShm(me, h.src) && !table.has(h.src, h.vt);
+                h.commHash == s.commHash && h.maskEpoch == 0 && !t.useShm(me, h.src) && !table.has(h.src, h.vt);
       if (!ok) {
         PRECCL_WARN("rank {}: refused a data connection with a bad header (src {}, vt {})", me, h.src, h.vt);
         close(fd);
@@ -159,7 +153,19 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
       expected[k]--;
     }
   }
-  closeListeners();
+  if (!proxy_) {
+    closeListeners();
+    return precclSuccess;
+  }
+  // The listeners stay open for the fresh connections of masked VTs.
+  auto redialer = std::make_unique<Redialer>(me, s.commHash, s.secret, std::move(listenFds_));
+  listenFds_.clear();
+  for (auto& [vt, sock] : socks_) {
+    const Conn& c = *sock.conn;
+    redialer->addEdge(sock.conn, c.peer > me, nicAddr((*s.infos)[me], t.nicFor(me, vt)),
+                      nicAddr((*s.infos)[c.peer], t.nicFor(c.peer, vt)));
+  }
+  proxy_->enableRedial(std::move(redialer), [this, me](int fd) { prepare(fd, me); });
   return precclSuccess;
 }
 
@@ -173,15 +179,16 @@ void SocketTransport::stop() {
   if (proxy_) proxy_->stop();
 }
 
-int SocketTransport::fdOf(const Conn& c) const {
-  for (auto& [conn, f] : fds_)
-    if (conn == &c) return f;
-  return -1;
+int SocketTransport::fdOf(const Conn& c) const { return proxy_ ? proxy_->fdOf(&c) : -1; }
+
+void SocketTransport::redial(Conn& c, uint64_t maskEpoch) {
+  if (proxy_ && proxy_->redialer()) proxy_->redialer()->want(&c, maskEpoch);
 }
 
-// The proxy handed every slot to the kernel, and the kernel's send queue (unsent and unacknowledged
-// bytes) is empty.
+// The edge runs on the connection made for its VT's latest masking, the proxy handed every slot to the
+// kernel, and the kernel's send queue (unsent and unacknowledged bytes) is empty.
 bool SocketTransport::pathClear(Conn& c) {
+  if (proxy_ && proxy_->redialer() && !proxy_->redialer()->settled(&c)) return false;
   const int fd = fdOf(c);
   int queued = -1;
   return c.state() == Conn::Live && c.send.released() == c.send.published() && fd >= 0 &&
@@ -210,8 +217,13 @@ void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
 }
 
 void SocketTransport::forEachSocket(int vt, const std::function<void(Socket&)>& fn) {
-  for (auto& [v, sock] : socks_)
-    if (v == vt) fn(sock);
+  for (auto& [v, sock] : socks_) {
+    if (v != vt) continue;
+    // A fresh connection (redial.h) starts with the kernel's autotuning, like the first.
+    const int fd = fdOf(*sock.conn);
+    if (fd != sock.fd) sock = Socket{sock.conn, fd};
+    fn(sock);
+  }
 }
 
 }  // namespace preccl

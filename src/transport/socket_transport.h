@@ -23,16 +23,19 @@ class SocketTransport : public Transport {
   const char* name() const override { return "socket"; }
   // Before the bootstrap: one listening socket per NIC; their addresses and names go into `mine`.
   precclResult_t listen(const std::vector<NetIf>& nics, RankInfo* mine, std::string* err);
-  // Lower rank connects, higher accepts; then the listeners close.
+  // Lower rank connects, higher accepts; the listeners stay open for fresh connections (redial.h).
   precclResult_t connect(const TransportSetup& s, ConnTable& table, std::string* err) override;
   precclResult_t start(std::string* err) override;
   void stop() override;
   void checkPath(Conn& c, uint32_t detectMs) override;
   bool pathClear(Conn& c) override;
+  void redial(Conn& c, uint64_t maskEpoch) override;
   bool empty() const { return socks_.empty(); }
 
   // The kernel's buffers of one data socket (core/socket_buffers.cc sizes them from the model).
+  // Only while the socket's VT is live: a masked VT's edge may get a fresh socket at any moment.
   struct Socket {
+    Conn* conn = nullptr;
     int fd = -1;           // owned by the proxy
     int bufferBytes = 0;   // SO_SNDBUF and SO_RCVBUF set last; 0: the kernel's autotuning
     int bufferFloor = 0;   // the least the rule may set (flowBufferFloor); 0: not read yet
@@ -42,12 +45,12 @@ class SocketTransport : public Transport {
  private:
   precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt);
   int fdOf(const Conn& c) const;
+  void prepare(int fd, int rank) const;
 
   int fixedBufferBytes_;
   std::function<void()> threadInit_;
   std::vector<int> listenFds_;
   std::vector<std::pair<int, Socket>> socks_;  // (vt, socket)
-  std::vector<std::pair<const Conn*, int>> fds_;  // each edge's socket
   std::unique_ptr<Proxy> proxy_;
 };
 

@@ -78,6 +78,10 @@ class Transport {
   // rule with `detectMs`). A transport whose paths cannot fail apart from their peer (shared memory)
   // leaves it false.
   virtual void checkPath(Conn& c, uint32_t detectMs) { (void)c, (void)detectMs; }
+  // The edge's VT is masked from `maskEpoch`: replace its connection with a fresh one, made the way init
+  // made the first, when the path answers; pathClear stays false until then. Where a connection cannot
+  // outlive its path's failure apart from its peer (shared memory), nothing to do.
+  virtual void redial(Conn& c, uint64_t maskEpoch) { (void)c, (void)maskEpoch; }
   // Whether everything handed to the path has been acknowledged by the peer (nothing in flight, nothing
   // queued): a masked VT's probe got through.
   virtual bool pathClear(Conn& c) {
