@@ -41,7 +41,8 @@ int AuthAcceptor::next(std::vector<uint8_t>* hello, uint64_t deadlineNs) {
       return -1;
     }
     const int fd = step(hello, static_cast<int>(std::min<uint64_t>((deadlineNs - now) / 1000000 + 1, 200)));
-    if (fd >= 0 || fd == kPollError) return fd < 0 ? -1 : fd;
+    if (fd == kPollError) return -1;
+    if (fd >= 0) return fd;
   }
 }
 
