@@ -208,4 +208,10 @@ std::string Agreement::missing() const {
   return m.empty() ? std::string("none") : fmt::format("{}", fmt::join(m, ","));
 }
 
+const Conn* Agreement::quietEdge() const {
+  for (const Conn* c : edges_)
+    if (!((ranks_[size_t(c->peer) / 64] >> (c->peer % 64)) & 1)) return c;
+  return edges_.empty() ? nullptr : edges_[0];
+}
+
 }  // namespace preccl

@@ -49,8 +49,10 @@ class Agreement {
   // that some rank cannot take back yet.
   uint64_t agreedVts() const { return vts_; }
   const std::vector<Conn*>& edges() const { return edges_; }
-  // For messages: the ranks not yet in the set.
+  // For messages: the ranks not yet in the set, and the edge that would bring news of them (one to a
+  // missing rank if there is one, else the first edge notices come from).
   std::string missing() const;
+  const Conn* quietEdge() const;
 
   // The (epoch, attempt) order of slots: older ones belong to an attempt that was given up.
   static bool older(const SlotHdr& h, uint64_t epoch, uint32_t attempt) {

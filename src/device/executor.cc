@@ -60,6 +60,24 @@ struct Exec {
     return code;
   }
 
+  // PRECCL_TIMEOUT passed with nothing moving. The message names an edge either way: the one the last
+  // blocked task waits for, or, once this rank's tasks are done, the one news of the silent ranks would
+  // come on.
+  precclResult_t timedOut() {
+    const uint64_t s = ctx.timeoutNs / 1000000000ull;
+    if (agree.phase() == Agreement::Phase::Running)
+      return fail(precclRemoteError, waitingOn,
+                  fmt::format("rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
+                              ctx.rank, s, plan.epoch, waitingOn ? waitingOn->peer : -1, waitingOn ? waitingOn->vt : -1,
+                              waitingOn ? waitingOn->path : "no edge", s));
+    const Conn* q = agree.quietEdge();
+    return fail(precclRemoteError, q,
+                fmt::format("rank {}: no progress for {} s in epoch {} attempt {} while {} (not heard from rank(s) {}; "
+                            "waiting on rank {}, VT {}, {}; VTs with a dead path here: {:#x}); PRECCL_TIMEOUT={}",
+                            ctx.rank, s, plan.epoch, ctx.attempt, phaseName(), agree.missing(), q ? q->peer : -1,
+                            q ? q->vt : -1, q ? q->path : "no edge", suspects, s));
+  }
+
   // This rank's record of t's VT so far joins the CCT's own records (see Task::cutStep).
   void takeCut(Task& t, const VtCounters& stats) {
     t.cutTaken = true;
@@ -365,17 +383,7 @@ struct Exec {
       }
       // lastMoveNs is refreshed lazily: only sleeping passes look at the clock.
       if (idle == 96) lastMoveNs = now;
-      if (now - lastMoveNs > timeoutNs)
-        return fail(precclRemoteError, waitingOn,
-                    agree.phase() == Agreement::Phase::Running
-                    ? fmt::format("rank {}: no progress for {} s in epoch {} (waiting on rank {}, VT {}, {}); PRECCL_TIMEOUT={}",
-                                  ctx.rank, timeoutNs / 1000000000ull, plan.epoch, waitingOn ? waitingOn->peer : -1,
-                                  waitingOn ? waitingOn->vt : -1, waitingOn ? waitingOn->path : "no edge",
-                                  timeoutNs / 1000000000ull)
-                    : fmt::format("rank {}: no progress for {} s in epoch {} attempt {} while {} (not heard from rank(s) {}; "
-                                  "VTs with a dead path here: {:#x}); PRECCL_TIMEOUT={}",
-                                  ctx.rank, timeoutNs / 1000000000ull, plan.epoch, ctx.attempt, phaseName(), agree.missing(),
-                                  suspects, timeoutNs / 1000000000ull));
+      if (now - lastMoveNs > timeoutNs) return timedOut();
     }
   }
 };
