@@ -70,6 +70,7 @@ void Rank::send(char kind, const std::string& what) {
 
 void Rank::fail(const std::string& what) {
   ++failures_;
+  __atomic_add_fetch(&shared->failed, 1, __ATOMIC_RELEASE);
   if (sent_ < kMaxMessages) {
     ++sent_;
     send('F', what);
@@ -214,10 +215,8 @@ GroupResult runGroup(int nranks, const GroupOptions& opt, const std::function<vo
   for (int fd : fds) open += fd >= 0;
   while (open > 0) {
     const double left = deadline - nowSeconds();
-    if (left <= 0) {
-      res.timedOut = true;
-      break;
-    }
+    // At the deadline, what the ranks said so far is still read (a failure explains the overrun).
+    if (left <= 0) res.timedOut = true;
     std::vector<pollfd> pf;
     std::vector<int> who;
     for (int r = 0; r < nranks; ++r)
@@ -225,7 +224,8 @@ GroupResult runGroup(int nranks, const GroupOptions& opt, const std::function<vo
         pf.push_back({fds[size_t(r)], POLLIN, 0});
         who.push_back(r);
       }
-    int n = poll(pf.data(), pf.size(), int(std::min(left, 1.0) * 1000) + 1);
+    int n = poll(pf.data(), pf.size(), res.timedOut ? 0 : int(std::min(left, 1.0) * 1000) + 1);
+    if (n <= 0 && res.timedOut) break;
     if (n <= 0) continue;
     for (size_t i = 0; i < pf.size(); ++i) {
       if (!pf[i].revents) continue;

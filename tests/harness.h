@@ -28,6 +28,7 @@ struct Shared {
   volatile int barrierCount;  // ranks' cross-process barrier
   volatile int barrierGen;
   volatile int64_t stamp[16];  // free slots for tests (e.g. the kill time, CLOCK_MONOTONIC ns)
+  volatile int failed;         // failures reported by any rank so far (a parent acting during the run stops)
 };
 
 // The view a forked rank has of itself.

@@ -133,13 +133,15 @@ TEST_CASE("chaos: NICs going down and up at random under mixed collectives", "[n
   int episodes = 0;
   opt.parentDuringRun = [&](Shared* s) {
     const double end = nowSeconds() + kLimitSeconds;
+    // A rank that failed makes no more calls: the chaos ends with it, and the report shows why.
+    auto over = [&] { return stampGet(s, kDone) || __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE) > 0; };
     while (!stampGet(s, kWarm) && nowSeconds() < end) usleep(10 * 1000);
     std::mt19937 rng(kSeed + 1);
     auto pause = [&](double seconds) {
       const double until = nowSeconds() + seconds;
-      while (nowSeconds() < until && !stampGet(s, kDone)) usleep(5 * 1000);
+      while (nowSeconds() < until && !over()) usleep(5 * 1000);
     };
-    while (!stampGet(s, kDone) && nowSeconds() < end) {
+    while (!over() && nowSeconds() < end) {
       const int rail = int(rng() % kRails);
       const int hosts = 1 + int(rng() % ((1 << kHosts) - 1));  // a non-empty set of hosts
       for (int h = 0; h < kHosts; h++)
@@ -150,7 +152,7 @@ TEST_CASE("chaos: NICs going down and up at random under mixed collectives", "[n
         if ((hosts >> h) & 1) linksOk = bed->setLink(h, rail, true, &linkLog) && linksOk;
       // The next failure only once every VT is back (see the top of the file), after at least one call.
       const int64_t calls = stampGet(s, kCallsDone);
-      while (!stampGet(s, kDone) && nowSeconds() < end && (stampGet(s, kCallsDone) == calls || !stampGet(s, kAllLive)))
+      while (!over() && nowSeconds() < end && (stampGet(s, kCallsDone) == calls || !stampGet(s, kAllLive)))
         usleep(5 * 1000);
       pause(0.5 * double(rng() % 1000) / 1000);
     }

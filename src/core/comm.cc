@@ -67,7 +67,14 @@ void commFree(precclComm* comm, bool abort) {
   }
   // The socket transport first: its proxy thread uses the edges and rings the executor's bell, which lives
   // in the shared-memory segment when there are local peers.
-  if (comm->net) comm->net->stop();
+  if (comm->net) {
+    // After calls that succeeded, a peer may still wait for this rank's last bytes (its commit notices):
+    // the live VTs' connections close once the peers have them. A masked VT's hold nothing needed.
+    const bool clean = !abort && comm->asyncError.load() == precclSuccess;
+    const uint64_t live = comm->liveMask;
+    comm->net->close(clean ? comm->cfg.timeoutMs * 1000000ull : 0,
+                     [live](const Conn& c) { return c.state() == Conn::Live && isLive(live, c.vt); });
+  }
   comm->net.reset();
   comm->bell = &comm->heapBell;
   comm->shm.reset();

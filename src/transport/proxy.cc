@@ -1,8 +1,10 @@
 #include "transport/proxy.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -23,19 +25,55 @@ Proxy::Proxy(Bell* executorBell) : bell_(executorBell) {
 }
 
 Proxy::~Proxy() {
-  stop();
-  // Every slot a call published is in the kernel by now (the call waited for it: Conn::stagedSends), and
-  // the kernel sends it before the FIN. shutdown() sends the FIN even if a forked child still holds a
-  // copy of the descriptor, where close() alone would not.
-  for (auto& s : socks_) {
-    int fd = s->fd.exchange(-1);
-    if (fd >= 0) shutdown(fd, SHUT_WR);
-    closeFd(fd);
-  }
-  for (int& fd : retired_) closeFd(fd);
+  close(0, nullptr);
   redial_.reset();
   closeFd(epfd_);
   closeFd(efd_);
+}
+
+// Every slot a call published is in the kernel by now (the call waited for it: Conn::stagedSends), and
+// the kernel sends it before the FIN. shutdown() sends the FIN even if a forked child still holds a copy
+// of the descriptor, where close() alone would not.
+void Proxy::close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed) {
+  stop();
+  std::vector<int> lingering;
+  for (auto& s : socks_) {
+    int fd = s->fd.exchange(-1);
+    if (fd < 0) continue;
+    shutdown(fd, SHUT_WR);
+    if (lingerNs > 0 && !s->failed && needed && needed(*s->conn))
+      lingering.push_back(fd);
+    else
+      closeFd(fd);
+  }
+  linger(lingering, nowNs() + lingerNs);
+  for (int& fd : retired_) closeFd(fd);
+  retired_.clear();
+}
+
+// A close with unread bytes in the receive queue is a reset, and a reset throws away whatever of this
+// rank's own bytes the peer has not acknowledged yet: the last commit notices a peer still waits for.
+// Peers do send bytes that no call here will read (an agreement's late notices, a masked VT's probes),
+// so each socket is read and discarded until the peer has acknowledged everything; a reset after that
+// loses nothing, since bytes a kernel has acknowledged stay readable there.
+void Proxy::linger(std::vector<int>& fds, uint64_t deadlineNs) {
+  thread_local char sink[1 << 16];
+  while (!fds.empty()) {
+    std::erase_if(fds, [](int& fd) {
+      ssize_t r;
+      while ((r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0) {
+      }
+      int queued = -1;
+      const bool gone = r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+      if (!gone && (ioctl(fd, TIOCOUTQ, &queued) != 0 || queued > 0)) return false;
+      closeFd(fd);
+      return true;
+    });
+    if (fds.empty() || nowNs() >= deadlineNs) break;
+    poll(nullptr, 0, 1);  // acknowledgements wake nothing: look again in a millisecond
+  }
+  for (int& fd : fds) closeFd(fd);
+  fds.clear();
 }
 
 void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {

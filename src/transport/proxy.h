@@ -36,8 +36,12 @@ class Proxy {
   int fdOf(const Conn* conn) const;
   // `threadInit` runs first on the proxy thread (the core pins it near its NICs).
   bool start(std::string* err, std::function<void()> threadInit = nullptr);
-  // Stops the thread. The sockets close with the Proxy (after their FIN).
+  // Stops the thread. The sockets close with the Proxy (after their FIN), or earlier by close().
   void stop();
+  // Stops the thread and closes every socket after its FIN. With `lingerNs` > 0, each socket whose edge
+  // `needed` names first waits, at most that long, until the peer has acknowledged every byte, discarding
+  // what arrives meanwhile (docs/architecture.md, "Shutting a connection down without loss").
+  void close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed);
   bool empty() const { return socks_.empty(); }
 
  private:
@@ -60,6 +64,7 @@ class Proxy {
   void redialTick();
   void replace(Conn* conn, int fd, bool dialed);
   void drainRetired();
+  static void linger(std::vector<int>& fds, uint64_t deadlineNs);
 
   Bell* bell_;
   std::vector<std::unique_ptr<Sock>> socks_;

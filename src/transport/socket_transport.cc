@@ -122,7 +122,7 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
       h.commHash = s.commHash;
       h.maskEpoch = 0;
       if (fd < 0 || !sendAll(fd, &h, sizeof(h), s.deadlineNs)) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0) ::close(fd);
         closeListeners();
         *err = fmt::format("rank {}: cannot connect VT {} to rank {} at {} from {}", me, v, peer, remote.str(), local.str());
         return precclSystemError;
@@ -146,7 +146,7 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
                 h.commHash == s.commHash && h.maskEpoch == 0 && !t.useShm(me, h.src) && !table.has(h.src, h.vt);
       if (!ok) {
         PRECCL_WARN("rank {}: refused a data connection with a bad header (src {}, vt {})", me, h.src, h.vt);
-        close(fd);
+        ::close(fd);
         continue;
       }
       add(s, table, fd, h.src, h.vt);
@@ -177,6 +177,10 @@ precclResult_t SocketTransport::start(std::string* err) {
 
 void SocketTransport::stop() {
   if (proxy_) proxy_->stop();
+}
+
+void SocketTransport::close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed) {
+  if (proxy_) proxy_->close(lingerNs, needed);
 }
 
 int SocketTransport::fdOf(const Conn& c) const { return proxy_ ? proxy_->fdOf(&c) : -1; }

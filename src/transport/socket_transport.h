@@ -27,6 +27,7 @@ class SocketTransport : public Transport {
   precclResult_t connect(const TransportSetup& s, ConnTable& table, std::string* err) override;
   precclResult_t start(std::string* err) override;
   void stop() override;
+  void close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed) override;
   void checkPath(Conn& c, uint32_t detectMs) override;
   bool pathClear(Conn& c) override;
   void redial(Conn& c, uint64_t maskEpoch) override;

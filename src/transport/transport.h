@@ -69,8 +69,15 @@ class Transport {
     (void)err;
     return precclSuccess;
   }
-  // Stops moving slots. The connections close when the transport is destroyed.
+  // Stops moving slots. The connections close when the transport is destroyed, or by close().
   virtual void stop() {}
+  // Stops and closes every connection. `lingerNs` > 0 (the calls succeeded): a connection whose edge
+  // `needed` names waits, at most that long, until the peer has every byte handed to it (docs/
+  // architecture.md, "Shutting a connection down without loss"). Shared memory has that for free.
+  virtual void close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed) {
+    (void)lingerNs, (void)needed;
+    stop();
+  }
   // Looks at an edge whose FIFO the executor has waited on for a while, for a peer that died without a
   // transport noticing (shared memory has no socket to report it): marks `c` failed if so.
   virtual void checkStalled(Conn& c) { (void)c; }
