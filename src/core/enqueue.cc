@@ -250,13 +250,13 @@ static precclResult_t stageInput(precclComm* comm, CctArgs& a, size_t bytes) {
   return precclSuccess;
 }
 
-// The ring neighbours' edges on the live VTs, the lowest VT's first: every rank reaches every other
-// through them on any one VT.
-static std::vector<Conn*> notifyEdges(precclComm* comm) {
+// The ring neighbours' edges on the live VTs (`live`) or on the masked ones, the lowest VT's first: every
+// rank reaches every other through them on any one VT.
+static std::vector<Conn*> notifyEdges(precclComm* comm, bool live) {
   std::vector<Conn*> e;
   const int next = comm->topo.ringNext(comm->rank), prev = comm->topo.ringPrev(comm->rank);
   for (int v = 0; v < comm->nVTs; v++) {
-    if (!liveVt(comm, v)) continue;
+    if (liveVt(comm, v) != live) continue;
     for (int peer : {next, prev})
       if (Conn* c = peer != comm->rank ? connTo(comm, peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
         e.push_back(c);
@@ -282,6 +282,19 @@ static precclResult_t afterAbort(precclComm* comm, const ExecFault& fault, uint3
     PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}", comm->rank,
                 comm->epoch, attempt, vtList(failed), vtList(comm->liveMask));
     return precclSuccess;
+  }
+  // Every live VT failed, but masked ones may answer again on every rank (a rail that returned while the
+  // other died): the retry runs on those.
+  // (They rejoin before `failed` leaves, so that only VTs masked earlier can come back.)
+  if (failed != 0) {
+    if (const uint64_t back = rejoin(comm, fault.notReadyVts, comm->epoch); back != 0) {
+      mask(comm, failed);
+      comm->noVtLeftSinceNs = 0;
+      PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}, which "
+                  "answer again",
+                  comm->rank, comm->epoch, attempt, vtList(failed), vtList(back));
+      return precclSuccess;
+    }
   }
   const uint64_t now = nowNs();
   if (comm->noVtLeftSinceNs == 0) comm->noVtLeftSinceNs = now;
@@ -337,7 +350,8 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     ctx.liveMask = comm->liveMask;
     ctx.detectMs = comm->cfg.detectMs;
     if (agree) {
-      ctx.notify = notifyEdges(comm);
+      ctx.notify = notifyEdges(comm, true);
+      ctx.spare = notifyEdges(comm, false);
       ctx.notifyNarrow = std::min<size_t>(ctx.notify.size(), comm->topo.ringNext(comm->rank) == comm->topo.ringPrev(comm->rank) ? 1 : 2);
       ctx.report = [comm] {
         probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
@@ -359,7 +373,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return res;
   }
   comm->noVtLeftSinceNs = 0;
-  if (agree) rejoin(comm, fault.agreedVts);
+  if (agree) rejoin(comm, fault.agreedVts, comm->epoch + 1);
   if (a.coll != Coll::P2P) {
     collectTelemetry(comm, a, tree, al, plan);
     const size_t total = std::max<size_t>(1, al.total());

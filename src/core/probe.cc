@@ -51,16 +51,17 @@ uint64_t maskedNotReady(precclComm* comm) {
   return notReady;
 }
 
-void rejoin(precclComm* comm, uint64_t notReadyAnywhere) {
+uint64_t rejoin(precclComm* comm, uint64_t notReadyAnywhere, uint64_t fromEpoch) {
   const uint64_t back = maskedVts(comm) & ~notReadyAnywhere;
-  if (back == 0) return;
+  if (back == 0) return 0;
   comm->liveMask |= back;
   forEachEdge(comm, back, [](Conn& c) { c.probesSent = 0; });
   for (int v = 0; v < comm->nVTs; v++)
     if ((back >> v) & 1) {
-      comm->vtStateEpoch[v] = comm->epoch + 1;
-      PRECCL_WARN("rank {}: VT {} answers on every rank again: it rejoins from epoch {}", comm->rank, v, comm->epoch + 1);
+      comm->vtStateEpoch[v] = fromEpoch;
+      PRECCL_WARN("rank {}: VT {} answers on every rank again: it rejoins from epoch {}", comm->rank, v, fromEpoch);
     }
+  return back;
 }
 
 void mask(precclComm* comm, uint64_t failed) {

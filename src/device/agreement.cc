@@ -11,14 +11,16 @@
 namespace preccl {
 
 Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-                     bool dropStale)
+                     bool dropStale, size_t spare)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
       attempt_(attempt),
       edges_(std::move(edges)),
       dirty_(edges_.size(), 0),
-      active_(std::min(std::max<size_t>(narrow, 1), edges_.size())),
+      used_(edges_.size(), 0),
+      firstSpare_(edges_.size() - std::min(spare, edges_.size())),
+      active_(std::min(std::max<size_t>(narrow, 1), firstSpare_)),
       dropStale_(dropStale),
       ranks_((nranks + 63) / 64, 0) {}
 
@@ -55,12 +57,13 @@ void Agreement::abort() {
   std::fill(ranks_.begin(), ranks_.end(), 0);
   ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
   vts_ = suspects_;
+  abortNotReady_ = notReady_;
   active_ = edges_.size();  // rare, and it must get through whatever else died
   markAll();
 }
 
-// A notice's body: the VTs (abort: failed; commit: not ready to rejoin), the dead paths committing ranks
-// found (commit only), then the set of ranks.
+// A notice's body: the VTs (abort: failed; commit: not ready to rejoin), a second mask (commit: the dead
+// paths committing ranks found; abort: the masked VTs not ready to rejoin), then the set of ranks.
 constexpr size_t kNoticeHead = 16;
 
 static uint64_t deadIn(const SlotHdr& h, const char* body) {
@@ -78,8 +81,9 @@ bool Agreement::merge(const SlotHdr& h, const char* body) {
     grew |= (vts_ | v) != vts_;
     vts_ |= v;
     v = deadIn(h, body);
-    grew |= (dead_ | v) != dead_;
-    dead_ |= v;
+    uint64_t& second = phase_ == Phase::Aborting ? abortNotReady_ : dead_;
+    grew |= (second | v) != second;
+    second |= v;
   }
   for (size_t i = 0; i < words; i++) {
     memcpy(&v, body + kNoticeHead + 8 * i, 8);
@@ -154,12 +158,13 @@ bool Agreement::sendPending() {
     h.bytes = bytes;
     h.teleEpoch = ~0ull;
     char* body = c->send.slot();
-    const uint64_t dead = phase_ == Phase::Committing ? dead_ : 0;
+    const uint64_t second = phase_ == Phase::Committing ? dead_ : abortNotReady_;
     memcpy(body, &vts_, 8);
-    memcpy(body + 8, &dead, 8);
+    memcpy(body + 8, &second, 8);
     memcpy(body + kNoticeHead, ranks_.data(), 8 * ranks_.size());
     c->send.publish();
     dirty_[i] = 0;
+    used_[i] = 1;
     moved = true;
   }
   return moved;
@@ -194,9 +199,12 @@ bool Agreement::pump() {
   }
   // Committing: the last notices must have left this process, since a peer may still need them to
   // return and this rank may exit as soon as it does.
-  for (Conn* c : edges_)  // every edge: the plan's data too
+  for (size_t i = 0; i < edges_.size(); i++) {  // every edge: the plan's data too (a spare one's old bytes are no one's)
+    Conn* c = edges_[i];
+    if (i >= firstSpare_ && !used_[i]) continue;
     if (c->stagedSends && c->state() == Conn::Live && !c->pathDown && c->send.released() != c->send.published())
       return moved;
+  }
   phase_ = Phase::Committed;
   return true;
 }

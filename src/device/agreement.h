@@ -25,8 +25,10 @@ class Agreement {
   // neighbours: every collective commits, so the flood is kept small) until widen(), aborts to all.
   // `dropStale`: slots of older attempts may be queued (the communicator aborted before) and are dropped
   // unread.
+  // The last `spare` edges belong to masked VTs: notices use them only once sent everywhere (an abort,
+  // or after widen()), as the way round when every live VT's path died.
   Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-            bool dropStale);
+            bool dropStale, size_t spare = 0);
 
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
@@ -38,6 +40,10 @@ class Agreement {
   // This rank's tasks are done: Running -> Committing. `report`: VTs this rank cannot take back yet (the
   // commit ends with the union of every rank's).
   void finish(uint64_t report);
+  // This rank's masked VTs that it cannot take back yet (core/probe.h), kept current by the caller. An
+  // abort carries it, fixed when this rank joins, so that when every live VT failed the ranks can agree
+  // on masked ones to retry on instead (notReadyVts).
+  void setNotReady(uint64_t vts) { notReady_ = vts; }
   void abort();   // this rank gives the attempt up: Running -> Aborting, reporting its suspects
   // Sends on every edge from now on (a path of the narrow set died: the flood must go around it).
   void widen();
@@ -48,6 +54,8 @@ class Agreement {
   // Once ended, the union of every rank's report: Aborted, the VTs that failed; Committed, the masked VTs
   // that some rank cannot take back yet.
   uint64_t agreedVts() const { return vts_; }
+  // Once Aborted, the union of every rank's masked VTs that it cannot take back yet.
+  uint64_t notReadyVts() const { return abortNotReady_; }
   const std::vector<Conn*>& edges() const { return edges_; }
   // For messages: the ranks not yet in the set, and the edge that would bring news of them (one to a
   // missing rank if there is one, else the first edge notices come from).
@@ -78,12 +86,15 @@ class Agreement {
   uint32_t attempt_;
   std::vector<Conn*> edges_;
   std::vector<char> dirty_;  // per edge: the set changed since it was last sent there
+  std::vector<char> used_;   // per edge: a notice was sent there
+  size_t firstSpare_;
   size_t active_;            // notices go to edges_[0, active_)
   bool dropStale_;
   Phase phase_ = Phase::Running;
   uint64_t suspects_ = 0;
   uint64_t vts_ = 0;
   uint64_t dead_ = 0;  // committing: the dead paths committing ranks found
+  uint64_t notReady_ = ~0ull, abortNotReady_ = ~0ull;
   std::vector<uint64_t> ranks_;
 };
 

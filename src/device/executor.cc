@@ -18,6 +18,7 @@ namespace {
 enum class Adv { Moved, Blocked, Error, Abort };
 
 // The agreement's edges: the ring neighbours' on the live VTs and every edge of the plan there, once each.
+// The live VTs' edges (the notify list, then the plan's), then the spare ones (ExecCtx::spare).
 std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const CctPlan& plan) {
   std::vector<Conn*> e;
   auto add = [&](Conn* c) {
@@ -29,7 +30,13 @@ std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const CctPlan& plan) {
       for (int i = 0; i < s.nrecv; i++) add(s.recv[i]);
       for (int i = 0; i < s.nsend; i++) add(s.send[i]);
     }
+  for (Conn* c : ctx.spare)
+    if (c && !isLive(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
   return e;
+}
+
+size_t spareCount(const ExecCtx& ctx, const std::vector<Conn*>& edges) {
+  return size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
 }
 
 struct Exec {
@@ -44,13 +51,19 @@ struct Exec {
   uint64_t suspects = 0;  // VTs with a dead path among the agreement's edges, at the last look
 
   Exec(const ExecCtx& c, CctPlan& p, ExecFault* f)
-      : ctx(c), plan(p), fault(f), agree(c.rank, c.nranks, p.epoch, c.attempt, agreementEdges(c, p), c.notifyNarrow, c.dropStale) {
+      : ctx(c), plan(p), fault(f), agree(makeAgreement(c, p)) {
     for (const Task& t : plan.tasks)
       for (const Step& s : t.steps)
         for (int i = 0; i < s.nsend; i++)
           if (s.send[i]->stagedSends &&
               std::none_of(staged.begin(), staged.end(), [&](const auto& e) { return e.first == s.send[i]; }))
             staged.emplace_back(s.send[i], s.send[i]->send.released());
+  }
+
+  static Agreement makeAgreement(const ExecCtx& c, const CctPlan& p) {
+    std::vector<Conn*> edges = agreementEdges(c, p);
+    const size_t spare = spareCount(c, edges);
+    return Agreement(c.rank, c.nranks, p.epoch, c.attempt, std::move(edges), c.notifyNarrow, c.dropStale, spare);
   }
 
   precclResult_t fail(precclResult_t code, const Conn* c, std::string what) {
@@ -276,6 +289,8 @@ struct Exec {
     auto look = [&](Conn* e) {
       if (!e->owner) return;
       if (e->state() == Conn::Live) e->owner->checkPath(*e, ctx.detectMs);
+      // A spare edge's path matters only to where the notices go (Agreement::allSent).
+      if (!isLive(ctx.liveMask, e->vt)) return;
       if ((e->state() == Conn::Live && e->pathDown) || e->failedPath()) {
         suspects |= 1ull << e->vt;
         if (!dead) dead = e;
@@ -296,6 +311,7 @@ struct Exec {
   precclResult_t aborted() {
     fault->aborted = true;
     fault->agreedVts = agree.agreedVts();
+    fault->notReadyVts = agree.notReadyVts();
     return fail(precclRemoteError, nullptr,
                 fmt::format("rank {}: epoch {} attempt {} aborted by agreement; failed VT mask {:#x}", ctx.rank, plan.epoch,
                             ctx.attempt, agree.agreedVts()));
@@ -363,6 +379,7 @@ struct Exec {
       uint64_t now = nowNs();
       if (now - lastLivenessNs > 100000000ull) {
         lastLivenessNs = now;
+        if (ctx.agree && ctx.report) agree.setNotReady(ctx.report());
         checkStalled();
         if (brokenEdge(true) != precclSuccess) return fault->code;
         if (Conn* dead = checkPaths()) {

@@ -45,9 +45,13 @@ struct ExecCtx {
   uint64_t liveMask = ~0ull;
   std::vector<Conn*> notify;
   size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
+  // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
+  // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
+  std::vector<Conn*> spare;
   uint32_t detectMs = 500;
-  // Asked when this rank's tasks are done: the masked VTs it cannot take back yet (core/probe.h), for the
-  // commit. Asked then rather than at the start, so that a path that returned during a long call counts.
+  // The masked VTs this rank cannot take back yet (core/probe.h): asked when its tasks are done, for the
+  // commit (then rather than at the start, so that a path that returned during a long call counts), and
+  // while it waits, for an abort.
   std::function<uint64_t()> report;
 };
 
@@ -61,6 +65,7 @@ struct ExecFault {
   // After a commit, `agreedVts` holds the masked VTs that some rank cannot take back yet.
   bool aborted = false;
   uint64_t agreedVts = 0;
+  uint64_t notReadyVts = ~0ull;  // aborted: the masked VTs some rank cannot take back yet
 };
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
