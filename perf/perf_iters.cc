@@ -15,6 +15,11 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The names PRECCL_TRACE uses, so that the bed reads one vocabulary.
+const char* stateName(int state) {
+  return state == precclVtMasked ? "masked" : state == precclVtProbing ? "probing" : "live";
+}
+
 double unixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -47,7 +52,7 @@ void IterCsv::write(const PerfArgs& a, size_t bytes, const char* mode, int iter,
     nVts_ = int(vts.size());
     std::fprintf(f_, "collective,mode,bytes,iter,t_s,unix_s,time_us,algbw,busbw,epoch");
     for (int v = 0; v < nVts_; v++)
-      std::fprintf(f_, ",vt%d_nic,vt%d_share,vt%d_bytes,vt%d_stalls,vt%d_stall_ns", v, v, v, v, v);
+      std::fprintf(f_, ",vt%d_nic,vt%d_share,vt%d_bytes,vt%d_stalls,vt%d_stall_ns,vt%d_state", v, v, v, v, v, v);
     std::fprintf(f_, "\n");
   }
   const double algBw = timeUs > 0 ? double(bytes) / 1e3 / timeUs : 0.0;  // GB/s
@@ -57,10 +62,11 @@ void IterCsv::write(const PerfArgs& a, size_t bytes, const char* mode, int iter,
   for (int v = 0; v < nVts_; v++) {
     if (v < int(vts.size())) {
       const precclVtStats_t& s = vts[size_t(v)];
-      std::fprintf(f_, ",%d,%.6f,%llu,%llu,%llu", s.nic, s.share, static_cast<unsigned long long>(s.lastBytes),
-                   static_cast<unsigned long long>(s.lastStalls), static_cast<unsigned long long>(s.lastStallNs));
+      std::fprintf(f_, ",%d,%.6f,%llu,%llu,%llu,%s", s.nic, s.share, static_cast<unsigned long long>(s.lastBytes),
+                   static_cast<unsigned long long>(s.lastStalls), static_cast<unsigned long long>(s.lastStallNs),
+                   stateName(s.state));
     } else {
-      std::fprintf(f_, ",,,,,");
+      std::fprintf(f_, ",,,,,,");
     }
   }
   std::fprintf(f_, "\n");

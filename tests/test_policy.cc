@@ -415,6 +415,11 @@ TEST_CASE("a stuck VT keeps only the floor; a masked VT gets nothing and comes b
     al = decide(PolicyKind::Preccl, st, req, AllocKey{}, e > 1 ? &tel.back() : nullptr, m);
     if (e <= 5) REQUIRE(al.vt[2].count == 0);
     if (e == 6) REQUIRE(al.vt[2].count <= floorElems + grain);
+    // It shows as probing (live from epoch 6) until its telemetry of epoch 6 is in the model; static
+    // gives it its share at once, so never.
+    if (e >= 6) REQUIRE(vtProbing(PolicyKind::Preccl, st.model, 2, 6) == (e == 6));
+    REQUIRE_FALSE(vtProbing(PolicyKind::Static, st.model, 2, 6));
+    REQUIRE_FALSE(vtProbing(PolicyKind::Preccl, st.model, 2, 0));
     tel.push_back(simEpoch(cfg, e, al, 4).tel);
   }
   REQUIRE(al.vt[2].count == Approx(req.count / 4.0).epsilon(0.02));

@@ -189,10 +189,13 @@ typedef struct {
   uint64_t lastStallNs;
   double share;              /* fraction of the last collective's bytes the allocation gave this VT */
   uint64_t estimateNs;       /* the model's completion-time estimate for lastBytes (0: no model yet) */
-  int state;                 /* precclVtLive, or precclVtMasked: a dead path took it out (docs/failures.md) */
-  uint64_t stateEpoch;       /* the epoch (collective) from which it is in that state; 0 for live from the start */
+  int state;                 /* precclVtLive; precclVtMasked: a dead path took it out; precclVtProbing: it is
+                                live again but held at the policy's floor share until its own telemetry is
+                                in (docs/failures.md) */
+  uint64_t stateEpoch;       /* the epoch (collective) from which it is masked or live again; 0 for live from
+                                the start */
 } precclVtStats_t;
-enum { precclVtLive = 0, precclVtMasked = 1 };
+enum { precclVtLive = 0, precclVtMasked = 1, precclVtProbing = 2 };
 /* Fills up to *n entries; sets *n to the number of VTs. */
 precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, int* n);
 /* Number of completed collectives (the epoch counter). */

@@ -30,7 +30,8 @@ RESULT_COLUMNS = ["collective", "system", "size", "busbw", "ratio_to_preccl_stat
                   "fraction_of_capacity", "busbw_oop", "steal", "nic_use", "nic_use_min", "flows_mbit", "ok", "note"]
 TIMELINE_COLUMNS = ["collective", "system", "t", "kind", "mode", "bytes", "iter", "time_us", "busbw",
                     "capacity_limit", "fraction_of_capacity", "steal", "nic_use", "nic_use_min", "event"]
-VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns"]
+VT_COLUMNS = ["collective", "system", "t", "mode", "bytes", "vt", "nic", "share", "vt_bytes", "stalls", "stall_ns",
+               "state"]
 CPU_COLUMNS = ("unix", "total", "idle", "steal")
 
 
@@ -124,13 +125,14 @@ def read_iters(path, launch_unix):
 
 
 def iter_vts(row):
-    """The VTs of one iter.csv row that carried a share: [{vt, nic, share, vt_bytes, stalls, stall_ns}]."""
+    """The VTs of one iter.csv row that carried a share: [{vt, nic, share, vt_bytes, stalls, stall_ns, state}]
+    (state: live, masked or probing, as PRECCL_TRACE names them; live in files from before the column)."""
     out, v = [], 0
     while f"vt{v}_share" in row:
         if row[f"vt{v}_share"] != "":
             out.append({"vt": v, "nic": int(row[f"vt{v}_nic"]), "share": float(row[f"vt{v}_share"]),
                         "vt_bytes": int(row[f"vt{v}_bytes"]), "stalls": int(row[f"vt{v}_stalls"]),
-                        "stall_ns": int(row[f"vt{v}_stall_ns"])})
+                        "stall_ns": int(row[f"vt{v}_stall_ns"]), "state": row.get(f"vt{v}_state") or "live"})
         v += 1
     return out
 

@@ -54,6 +54,7 @@ def leg_numbers(leg, sc, bed_rates):
     for t, text in rt.marks:
         leg["timeline"].append({"t": round(t, 4), "kind": "event", "event": text})
     leg["timeline"].sort(key=lambda x: x["t"])
+    leg["vt_marks"] = vt_state_marks(iters)
     leg["capacity_marks"] = [(round(t, 4), text) for t, text in rt.marks]
     leg["capacity_steps"] = [(round(t, 4), _r(rt.limit_bps(coll, g, t) / 1e6)) for t in [0.0] + rt.breakpoints()
                              if t >= 0]
@@ -72,6 +73,18 @@ def leg_numbers(leg, sc, bed_rates):
         leg["sizes"].append({"size": size, "busbw": _r(bw), "busbw_oop": _r(oop), "capacity_limit": _r(cap),
                              "fraction_of_capacity": _r(bw / cap if bw is not None and cap else None),
                              "steal": _r(steal, 3), "nic_use": _r(nic_mean, 3), "nic_use_min": _r(nic_min, 3)})
+
+
+def vt_state_marks(iters):
+    """(t, "vt1 masked") at the start of the first call that ended with a VT in a new state (the change
+    happened during that call, or between it and the one before)."""
+    marks, last = [], {}
+    for r in iters:
+        for vt in leg_files.iter_vts(r):
+            if vt["state"] != last.get(vt["vt"], "live"):
+                marks.append((round(r["t_start"], 4), f"vt{vt['vt']} {vt['state']}"))
+            last[vt["vt"]] = vt["state"]
+    return marks
 
 
 def _weighted_cap(rt, coll, g, rows):

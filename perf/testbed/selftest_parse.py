@@ -140,6 +140,19 @@ def run():
     for got, want in ((leg_results.flows_mbit(leg), 28.0), (leg_results.flows_mbit({"flows": {}}), None)):
         if got != want:
             failures.append(f"flows_mbit = {got}, want {want}")
+    # VT state marks: one at the start of the first call that ends in a new state; rows from before the
+    # state column read as live.
+    def row(t0, *states):
+        r = {"t_start": t0}
+        for v, st in enumerate(states):
+            r.update({f"vt{v}_share": "0.5", f"vt{v}_nic": str(v), f"vt{v}_bytes": "1", f"vt{v}_stalls": "0",
+                      f"vt{v}_stall_ns": "0", f"vt{v}_state": st})
+        return r
+    rows = [row(0.0, "live", "live"), row(1.0, "live", "masked"), row(2.0, "live", "masked"),
+            row(3.0, "live", "probing"), row(4.0, "live", "live"), row(5.0, "", "")]
+    want = [(1.0, "vt1 masked"), (3.0, "vt1 probing"), (4.0, "vt1 live")]
+    if leg_results.vt_state_marks(rows) != want:
+        failures.append(f"vt_state_marks = {leg_results.vt_state_marks(rows)}, want {want}")
     # Per-flow counters from ss, and the bed's addresses back to hosts and NICs (tcp_flows).
     ss = ("ESTAB 0 0 198.18.1.3:41119 198.18.1.1:50395\n"
           "\t cubic wscale:10,10 rto:204 rtt:7.555/1.2 mss:1448 cwnd:40 bytes_sent:9 bytes_acked:334488"

@@ -1,6 +1,6 @@
 """plot.svg of a scenario, drawn with the standard library: per collective, busbw over time of every
 system (the capacity limit dashed, the events as labelled vertical lines), then PReCCL's per-VT share of
-the bytes over time. leg_files writes it."""
+the bytes over time, with the VTs' state changes (masked, probing, live) marked in red. leg_files writes it."""
 import math
 from xml.sax.saxutils import escape
 
@@ -67,13 +67,15 @@ class _Panel:
             self.out.append(mark.replace("{y}", str(ly + dy)))
         self.out.append(f'<text x="{W - RIGHT + 34}" y="{ly + 4}" font-size="11">{escape(name)}</text>')
 
-    def events(self, marks):
+    def events(self, marks, color="#888", first_row=0):
+        """Labelled vertical lines: the scenario's events (grey), PReCCL's VT state changes (red, labels
+        below the events')."""
         for i, (t, text) in enumerate(marks):
             x = self.x(t)
             self.out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.y0 + TOP}" y2="{self.y0 + TOP + self.h}" '
-                            f'stroke="#888" stroke-dasharray="3,3"/>')
-            self.out.append(f'<text x="{x + 2:.1f}" y="{self.y0 + TOP + 10 + 11 * (i % 4)}" font-size="9" '
-                            f'fill="#555">{escape(text)}</text>')
+                            f'stroke="{color}" stroke-dasharray="3,3"/>')
+            self.out.append(f'<text x="{x + 2:.1f}" y="{self.y0 + TOP + 10 + 11 * (first_row + i % 4)}" '
+                            f'font-size="9" fill="{color}">{escape(text)}</text>')
 
 
 def _num(v):
@@ -131,6 +133,7 @@ def render(scenario_name, legs):
                 continue
             q = _Panel(y0, f"{coll}: {l['system']} share of the bytes per VT (stacked)", t_max, 1.0, "share")
             q.events(l.get("capacity_marks", []))
+            q.events(l.get("vt_marks", []), color="#c00", first_row=4)
             times = sorted({v["t"] for v in l["vt_share"]})
             share = {(v["t"], v["vt"]): v for v in l["vt_share"]}
             lower = [(t, 0.0) for t in times]

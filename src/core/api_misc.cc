@@ -3,6 +3,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
+#include "core/probe.h"
 #include "device/dtype.h"
 
 using namespace preccl;
@@ -90,7 +91,7 @@ precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, i
     s.lastStallNs = c.lastStallNs;
     s.share = c.lastShare;
     s.estimateNs = modelEstimateNs(comm->policy.model, v, c.lastBytes);
-    s.state = (comm->liveMask >> v) & 1 ? precclVtLive : precclVtMasked;
+    s.state = vtState(comm, v);
     s.stateEpoch = comm->vtStateEpoch[v];
   }
   *n = comm->nVTs;

@@ -3,6 +3,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "device/agreement.h"
+#include "policy/policy.h"
 #include "transport/transport.h"
 
 namespace preccl {
@@ -72,6 +73,15 @@ void mask(precclComm* comm, uint64_t failed) {
   });
   for (int v = 0; v < comm->nVTs; v++)
     if ((failed >> v) & 1) comm->vtStateEpoch[v] = comm->epoch;
+}
+
+int vtState(const precclComm* comm, int v) {
+  if (!isLive(comm->liveMask, v)) return precclVtMasked;
+  return vtProbing(comm->cfg.policy, comm->policy.model, v, comm->vtStateEpoch[v]) ? precclVtProbing : precclVtLive;
+}
+
+const char* vtStateName(int state) {
+  return state == precclVtMasked ? "masked" : state == precclVtProbing ? "probing" : "live";
 }
 
 }  // namespace preccl

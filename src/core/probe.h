@@ -22,5 +22,9 @@ uint64_t maskedNotReady(precclComm* comm);
 uint64_t rejoin(precclComm* comm, uint64_t notReadyAnywhere, uint64_t fromEpoch);
 // After an agreed abort: `failed` leaves the live set from this epoch.
 void mask(precclComm* comm, uint64_t failed);
+// VT v's state as precclCommGetVtStats and the trace show it: precclVtLive, precclVtMasked, or
+// precclVtProbing (live again, still at the policy's floor share until its own telemetry is in).
+int vtState(const precclComm* comm, int v);
+const char* vtStateName(int state);
 
 }  // namespace preccl

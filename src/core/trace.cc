@@ -9,6 +9,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/env.h"
+#include "core/probe.h"
 #include "device/dtype.h"
 
 namespace preccl {
@@ -46,7 +47,7 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
         "\"estimateNs\":{},\"alphaNs\":{},\"nsPerMiB\":{},\"pieceBytes\":{},\"state\":\"{}\",\"stateEpoch\":{}}}",
         v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, plan.vtDoneNs[v],
         modelEstimateNs(comm->policy.model, v, c.lastBytes), alpha, betaQ, piece,
-        (comm->liveMask >> v) & 1 ? "live" : "masked", comm->vtStateEpoch[v]);
+        vtStateName(vtState(comm, v)), comm->vtStateEpoch[v]);
   }
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","

@@ -58,6 +58,14 @@ struct PolicyState {
   std::map<uint64_t, ShareSet> sets;  // by policyClassKey()
 };
 
+// Whether VT v, live again from epoch `since` (0: live from the start), is still a probe: the adaptive
+// policies hold a returning VT at the floor until the model has its telemetry from an epoch since then
+// (ShareSet::probeFrom); static gives it its equal share at once.
+inline bool vtProbing(PolicyKind kind, const ModelState& m, int v, uint64_t since) {
+  if (kind == PolicyKind::Static || since == 0) return false;
+  return v < 0 || v >= static_cast<int>(m.vt.size()) || m.vt[v].lastEpoch < since;
+}
+
 // Size classes are powers of 4 of the request's bytes: messages within 4x of each other share shares.
 int policySizeClass(const AllocRequest& req);
 uint64_t policyClassKey(const AllocKey& key, const AllocRequest& req);
