@@ -71,9 +71,10 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
   req.count = a.count;
   req.elemBytes = dtypeSize(a.dtype);
   req.nVTs = comm->nVTs;
-  // The policies shift ranges of the ring and tree families; the point-to-point families stay equal.
+  // The policies shift ranges of the ring and tree families and of AlltoAll (one range per VT, cut from
+  // every peer's block alike); Gather, Scatter and Send/Recv stay equal.
   const bool shifts = a.coll == Coll::AllReduce || a.coll == Coll::AllGather || a.coll == Coll::ReduceScatter ||
-                      a.coll == Coll::Broadcast || a.coll == Coll::Reduce;
+                      a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::AlltoAll;
   if (!shifts || comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, comm->liveMask);
   return decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, tree), comm->haveTele ? &comm->tele : nullptr,
                 comm->liveMask);
@@ -84,7 +85,7 @@ static bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
 // holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
 // with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
-// whose telemetry tail ran. Every rank computes the same answer from the same allocation, so all agree on
+// whose telemetry tail ran, an AlltoAll with any bytes on v (every rank sends to every other directly). Every rank computes the same answer from the same allocation, so all agree on
 // whether the epoch's telemetry is complete.
 static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const VtRange& range) {
   if (comm->nranks == 1) return true;
@@ -95,7 +96,8 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const Vt
       return ringEveryChunk(range.offset, vtCount, comm->nranks, ringBlockElems(dtypeSize(a.dtype)));
     }
     case Coll::AllGather:
-    case Coll::ReduceScatter: return vtCount > 0;
+    case Coll::ReduceScatter:
+    case Coll::AlltoAll: return vtCount > 0;
     case Coll::Broadcast:
     case Coll::Reduce: return teleTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks);
     default: return false;
@@ -127,7 +129,7 @@ static void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vect
 // After a collective whose plan had cuts, its own records are known everywhere: they are the latest
 // telemetry, and older cargo is superseded. Otherwise the epoch whose cargo rode on it becomes known
 // everywhere (if it was complete), and this CCT's own records wait for the next collective. A CCT that
-// could not complete the cargo (a small sync between large calls, an AlltoAll) keeps carrying the older
+// could not complete the cargo (a small sync between large calls, a Gather) keeps carrying the older
 // epoch instead, with what it heard added: its own records matter less than the large call's, and
 // dropping those would cost the policy a CCT.
 static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
