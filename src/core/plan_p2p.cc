@@ -47,10 +47,14 @@ void addTask(CctPlan* plan, int vt, Step s) {
 
 }  // namespace
 
+// Every rank sends its part of every block straight to its owner, so one hop brings each rank's record to
+// every other: the send tasks of a VT share one cut before their last piece (Task::cutShared), and
+// every peer hears the same snapshot. A VT whose part is a single piece has none (then the CCT has none).
 void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
   const char* in = static_cast<const char*>(a.sendbuff);
   char* out = static_cast<char*>(a.recvbuff);
+  plan->sharedCutsLeft.assign(al.vt.size(), 0);
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
     if (b == 0) continue;
@@ -61,6 +65,12 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
         continue;
       }
       addTask(plan, v, sendStep(connTo(comm, q, v), in + blk, b));
+      Task& t = plan->tasks.back();
+      cutBeforeLastPiece(&t, comm->slotBytes, esz);
+      if (t.cutStep != Task::kNoCut) {
+        t.cutShared = true;
+        plan->sharedCutsLeft[size_t(v)]++;
+      }
       addTask(plan, v, recvStep(connTo(comm, q, v), out + blk, b));
     }
   }

@@ -94,13 +94,29 @@ struct Exec {
   // This rank's record of t's VT so far joins the CCT's own records (see Task::cutStep).
   void takeCut(Task& t, const VtCounters& stats) {
     t.cutTaken = true;
-    if (t.cutRelay) return;
+    if (!t.cutRelay) snapshot(t.vt, stats);
+  }
+
+  // A shared cut (Task::cutShared): false while some task of the VT has not reached its cut yet; the last
+  // to arrive takes the snapshot.
+  bool sharedCutPassed(Task& t, const VtCounters& stats) {
+    uint32_t& left = plan.sharedCutsLeft[t.vt];
+    if (!t.cutArrived) {
+      t.cutArrived = true;
+      if (--left == 0) snapshot(t.vt, stats);
+    }
+    if (left != 0) return false;
+    t.cutTaken = true;
+    return true;
+  }
+
+  void snapshot(int vt, const VtCounters& stats) {
     VtRecord r;
     r.bytes = stats.lastBytes;
     r.elapsedNs = nowNs() - startNs;
     r.stalledNs = stats.lastStallNs;
     r.stalls = static_cast<uint32_t>(std::min<uint64_t>(stats.lastStalls, UINT32_MAX));
-    maxInto(plan.now[t.vt], r);
+    maxInto(plan.now[vt], r);
   }
 
   bool started(const Task& t) const {
@@ -114,7 +130,13 @@ struct Exec {
     bool moved = false;
     VtCounters& stats = (*ctx.vtStats)[t.vt];
     while (!t.done()) {
-      if (!t.cutTaken && t.atCut()) takeCut(t, stats);
+      if (!t.cutTaken && t.atCut()) {
+        if (!t.cutShared) takeCut(t, stats);
+        else {
+          moved |= !t.cutArrived;  // arriving is progress (the last arrival frees the others); waiting is not
+          if (!sharedCutPassed(t, stats)) return moved ? Adv::Moved : Adv::Blocked;
+        }
+      }
       Step& s = t.steps[t.cur];
       if (s.bytes == 0 && !s.headerOnly) {
         t.cur++;

@@ -61,6 +61,10 @@ struct Task {
   size_t cutStep = kNoCut;
   size_t cutOff = 0;
   bool cutRelay = false;
+  // A shared cut (AlltoAll: a VT's send tasks, one per peer): the tasks wait at their cuts until all of
+  // them are there (CctPlan::sharedCutsLeft), and the last to arrive takes the one snapshot they all carry,
+  // so that every peer hears the same record of this rank.
+  bool cutShared = false;
   // The plan's tasks [after.first, after.second) must be done before this one starts (two tasks of one VT
   // that share an edge's FIFO: plan_tree.cc). Empty: starts at once.
   std::pair<size_t, size_t> after{0, 0};
@@ -68,6 +72,7 @@ struct Task {
   size_t cur = 0;
   size_t off = 0;
   bool cutTaken = false;
+  bool cutArrived = false;  // a shared cut: counted in sharedCutsLeft
   bool stalled = false;
   uint64_t stallStartNs = 0;
   bool done() const { return cur >= steps.size(); }
@@ -90,6 +95,8 @@ struct CctPlan {
   // snapshot and of every one heard. `cuts`: every VT's task has a cut, so they reach every rank.
   std::vector<VtRecord> now;
   bool cuts = false;
+  // Per VT: the tasks with a shared cut (Task::cutShared) that have not reached it yet.
+  std::vector<uint32_t> sharedCutsLeft;
   // Filled by the executor: per VT, ns from the start of execution until its last task finished.
   std::vector<uint64_t> vtDoneNs;
   static constexpr uint64_t kNoTele = ~0ull;
