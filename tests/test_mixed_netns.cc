@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "harness.h"
 #include "netns_bed.h"
@@ -224,6 +226,30 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
     const double slow = railShare(r, 1);
     r.info("AlltoAll: share on rail1 " + std::to_string(slow));
     r.check(slow < 0.25, "preccl AlltoAll: rail1 still carries " + std::to_string(slow) + " of the bytes");
+    // A grouped Send/Recv of the same per-peer size (PyTorch's all_to_all_single with splits) takes
+    // AlltoAll's split, the same on both ends.
+    const int peer = 1 - r.rank;
+    std::vector<float> out(count), in(count, 0.f);
+    auto value = [](int from, size_t i) { return static_cast<float>(from * 1000003 + static_cast<int>(i)) * 0.1f; };
+    for (size_t i = 0; i < count; i++) out[i] = value(r.rank, i);
+    precclGroupStart();
+    r.ok(precclSend(out.data(), count, precclFloat, peer, r.comm, nullptr), "Send");
+    r.ok(precclRecv(in.data(), count, precclFloat, peer, r.comm, nullptr), "Recv");
+    if (!r.ok(precclGroupEnd(), "GroupEnd")) return;
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; i++) wrong += in[i] != value(peer, i);
+    r.check(wrong == 0, "Send/Recv: " + std::to_string(wrong) + " wrong elements");
+    precclVtStats_t st[64];
+    int nvt = 64;
+    uint64_t rail1 = 0, all = 0;
+    if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+      for (int v = 0; v < std::min(nvt, 64); ++v) {
+        all += st[v].lastBytes;
+        if (st[v].nic == 1) rail1 += st[v].lastBytes;
+      }
+    const double p2p = all ? double(rail1) / double(all) : 1.0;
+    r.info("Send/Recv: fraction of the bytes on rail1 " + std::to_string(p2p));
+    r.check(p2p < 0.25, "preccl Send/Recv: rail1 carries " + std::to_string(p2p) + " of the bytes");
   }));
   CHECK(bed->teardown());
 }

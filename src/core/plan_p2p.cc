@@ -45,11 +45,33 @@ void addTask(CctPlan* plan, int vt, Step s) {
   plan->tasks.push_back(std::move(t));
 }
 
+// A send and its receive are split over the VTs alike on both ranks: AlltoAll's current shares for the
+// same per-peer size (every rank holds the same, AlltoAll being collective), read only. Send/Recv carry
+// no telemetry of their own; grouped, they are how PyTorch runs an AlltoAll with uneven splits.
+Allocation p2pAllocation(precclComm* comm, const AllocRequest& req) {
+  if (comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, comm->liveMask);
+  AllocKey key;
+  key.coll = static_cast<uint8_t>(Coll::AlltoAll);
+  return currentShares(comm->policy, req, key, comm->liveMask);
+}
+
 }  // namespace
 
+// The last task added waits before its last piece for the shared cut of its VT (Task::cutShared).
+static void shareCut(CctPlan* plan, size_t slotBytes, size_t esz) {
+  Task& t = plan->tasks.back();
+  cutBeforeLastPiece(&t, slotBytes, esz);
+  if (t.cutStep == Task::kNoCut) return;
+  t.cutShared = true;
+  plan->sharedCutsLeft[size_t(t.vt)]++;
+}
+
 // Every rank sends its part of every block straight to its owner, so one hop brings each rank's record to
-// every other: the send tasks of a VT share one cut before their last piece (Task::cutShared), and
-// every peer hears the same snapshot. A VT whose part is a single piece has none (then the CCT has none).
+// every other. A VT's tasks, sends and receives, share one cut before their last piece, and every peer
+// hears the same snapshot. It waits for the receives too: a send only fills its FIFO and the socket's
+// buffers, so taken when the sends alone got there it would time the buffers, not the path (the model
+// then saw a slow VT as fast and the split swung between the VTs). A VT whose part is a single piece has
+// none (then the CCT has none).
 void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
   const char* in = static_cast<const char*>(a.sendbuff);
@@ -65,13 +87,9 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
         continue;
       }
       addTask(plan, v, sendStep(connTo(comm, q, v), in + blk, b));
-      Task& t = plan->tasks.back();
-      cutBeforeLastPiece(&t, comm->slotBytes, esz);
-      if (t.cutStep != Task::kNoCut) {
-        t.cutShared = true;
-        plan->sharedCutsLeft[size_t(v)]++;
-      }
+      shareCut(plan, comm->slotBytes, esz);
       addTask(plan, v, recvStep(connTo(comm, q, v), out + blk, b));
+      shareCut(plan, comm->slotBytes, esz);
     }
   }
 }
@@ -124,7 +142,7 @@ bool planP2P(precclComm* comm, const CctArgs& a, CctPlan* plan, std::string* why
     req.count = op.count;
     req.elemBytes = esz;
     req.nVTs = comm->nVTs;
-    Allocation al = equalAllocation(req, comm->liveMask);
+    Allocation al = p2pAllocation(comm, req);
     for (int v = 0; v < comm->nVTs; v++) {
       const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
       if (b == 0) continue;

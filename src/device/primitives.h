@@ -61,9 +61,9 @@ struct Task {
   size_t cutStep = kNoCut;
   size_t cutOff = 0;
   bool cutRelay = false;
-  // A shared cut (AlltoAll: a VT's send tasks, one per peer): the tasks wait at their cuts until all of
-  // them are there (CctPlan::sharedCutsLeft), and the last to arrive takes the one snapshot they all carry,
-  // so that every peer hears the same record of this rank.
+  // A shared cut (AlltoAll: a VT's send and receive tasks, one of each per peer): the tasks wait at their
+  // cuts until all of them are there (CctPlan::sharedCutsLeft), and the last to arrive takes the one
+  // snapshot the sends all carry, so that every peer hears the same record of this rank.
   bool cutShared = false;
   // The plan's tasks [after.first, after.second) must be done before this one starts (two tasks of one VT
   // that share an edge's FIFO: plan_tree.cc). Empty: starts at once.

@@ -333,4 +333,14 @@ const ShareSet* policyShares(const PolicyState& st, const AllocKey& key, const A
   return it == st.sets.end() ? nullptr : &it->second;
 }
 
+Allocation currentShares(const PolicyState& st, const AllocRequest& req, const AllocKey& key, uint64_t healthMask) {
+  const int n = std::max(1, req.nVTs);
+  const uint64_t mask = healthMask & (n >= 64 ? ~0ull : (1ull << n) - 1);
+  const ShareSet* set = policyShares(st, key, req);
+  if (!set || set->share.size() != static_cast<size_t>(n)) return equalAllocation(req, mask);
+  std::vector<uint32_t> s = set->share;
+  normalize(s, n, mask);  // the mask may have changed since the set's last step
+  return sharesToAllocation(req, s, mask);
+}
+
 }  // namespace preccl

@@ -90,6 +90,10 @@ Allocation decide(PolicyKind kind, PolicyState& st, const AllocRequest& req, con
 
 // Shares of a class (nullptr before the class was first decided): for tests, logs and docs.
 const ShareSet* policyShares(const PolicyState& st, const AllocKey& key, const AllocRequest& req);
+// The allocation of the shares key's class holds now, read only (no telemetry, no step): what two ranks
+// that must split one transfer alike each compute, whatever else either of them ran since the last
+// collective. The equal split over the live VTs where the class has no shares yet.
+Allocation currentShares(const PolicyState& st, const AllocRequest& req, const AllocKey& key, uint64_t healthMask);
 
 // NCCL's equal split over the live VTs (staticAllocation when every VT is live): what static decides.
 Allocation equalAllocation(const AllocRequest& req, uint64_t healthMask);
