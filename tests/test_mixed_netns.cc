@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -217,8 +217,8 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
   for (Coll c : {Coll::Broadcast, Coll::Reduce})
     reportToCatch("slow NIC, tree",
                   runGroup(kHosts, options("tree", "preccl"), [&](Rank& r) { learnFromOwnTail(r, "tree", {c}); }));
-  // AlltoAll alone on its own communicator: its records reach every rank on the next call's slots, so it
-  // moves its shares off rail1 from its own telemetry too.
+  // AlltoAll alone on its own communicator: its cut brings every rank's records to every rank within the
+  // call, so it moves its shares off rail1 from its own telemetry too.
   reportToCatch("slow NIC, AlltoAll", runGroup(kHosts, options("ring", "preccl"), [&](Rank& r) {
     const size_t count = (size_t(2) << 20) / 4 / size_t(r.nranks);
     for (int i = 0; i < 10; ++i)
@@ -232,7 +232,7 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
     std::vector<float> out(count), in(count, 0.f);
     auto value = [](int from, size_t i) { return static_cast<float>(from * 1000003 + static_cast<int>(i)) * 0.1f; };
     for (size_t i = 0; i < count; i++) out[i] = value(r.rank, i);
-    precclGroupStart();
+    r.ok(precclGroupStart(), "GroupStart");
     r.ok(precclSend(out.data(), count, precclFloat, peer, r.comm, nullptr), "Send");
     r.ok(precclRecv(in.data(), count, precclFloat, peer, r.comm, nullptr), "Recv");
     if (!r.ok(precclGroupEnd(), "GroupEnd")) return;

@@ -72,7 +72,7 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
   req.elemBytes = dtypeSize(a.dtype);
   req.nVTs = comm->nVTs;
   // The policies shift ranges of the ring and tree families and of AlltoAll (one range per VT, cut from
-  // every peer's block alike); Gather, Scatter and Send/Recv stay equal.
+  // every peer's block alike); Gather and Scatter stay equal (Send/Recv: plan_p2p.cc).
   const bool shifts = a.coll == Coll::AllReduce || a.coll == Coll::AllGather || a.coll == Coll::ReduceScatter ||
                       a.coll == Coll::Broadcast || a.coll == Coll::Reduce || a.coll == Coll::AlltoAll;
   if (!shifts || comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, comm->liveMask);
@@ -85,8 +85,9 @@ static bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
 // holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
 // with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
-// whose telemetry tail ran, an AlltoAll with any bytes on v (every rank sends to every other directly). Every rank computes the same answer from the same allocation, so all agree on
-// whether the epoch's telemetry is complete.
+// whose telemetry tail ran, an AlltoAll with any bytes on v (every rank sends to every other directly).
+// Every rank computes the same answer from the same allocation, so all agree on whether the epoch's
+// telemetry is complete.
 static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const VtRange& range) {
   if (comm->nranks == 1) return true;
   const size_t vtCount = range.count;

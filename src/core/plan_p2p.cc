@@ -55,16 +55,16 @@ Allocation p2pAllocation(precclComm* comm, const AllocRequest& req) {
   return currentShares(comm->policy, req, key, comm->liveMask);
 }
 
-}  // namespace
-
 // The last task added waits before its last piece for the shared cut of its VT (Task::cutShared).
-static void shareCut(CctPlan* plan, size_t slotBytes, size_t esz) {
+void shareCut(CctPlan* plan, size_t slotBytes, size_t esz) {
   Task& t = plan->tasks.back();
   cutBeforeLastPiece(&t, slotBytes, esz);
   if (t.cutStep == Task::kNoCut) return;
   t.cutShared = true;
   plan->sharedCutsLeft[size_t(t.vt)]++;
 }
+
+}  // namespace
 
 // Every rank sends its part of every block straight to its owner, so one hop brings each rank's record to
 // every other. A VT's tasks, sends and receives, share one cut before their last piece, and every peer
