@@ -194,6 +194,9 @@ typedef struct {
                                 in (docs/failures.md) */
   uint64_t stateEpoch;       /* the epoch (collective) from which it is masked or live again; 0 for live from
                                 the start */
+  uint64_t relayedBytes;     /* of `bytes`, those this rank forwarded for another rank of its host through
+                                its NIC (PRECCL_NIC_AFFINITY=rail), all epochs */
+  uint64_t lastRelayedBytes; /* the same for the last completed epoch */
 } precclVtStats_t;
 enum { precclVtLive = 0, precclVtMasked = 1, precclVtProbing = 2 };
 /* Fills up to *n entries; sets *n to the number of VTs. */

@@ -93,6 +93,8 @@ precclResult_t precclCommGetVtStats(precclComm_t comm, precclVtStats_t* stats, i
     s.estimateNs = modelEstimateNs(comm->policy.model, v, c.lastBytes);
     s.state = vtState(comm, v);
     s.stateEpoch = comm->vtStateEpoch[v];
+    s.relayedBytes = c.relayed;
+    s.lastRelayedBytes = c.lastRelayed;
   }
   *n = comm->nVTs;
   return precclSuccess;

@@ -43,6 +43,7 @@ struct precclComm {
   preccl::Topology topo;
   std::vector<preccl::RankInfo> infos;
   int nVTs = 0;
+  preccl::RelayMode relay = preccl::RelayMode::Auto;  // rank 0's PRECCL_RELAY (with topo.rail)
   uint32_t nslots = 0;
   size_t slotBytes = 0;
 

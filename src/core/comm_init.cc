@@ -97,6 +97,8 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   mine.nNics = static_cast<int>(nics.size());
   mine.nVTs = comm->cfg.nVTs > 0 ? comm->cfg.nVTs : std::min(kMaxVTs, 2 * mine.nNics);
   mine.shmDisable = comm->cfg.shmDisable;
+  mine.railAffinity = comm->cfg.railAffinity;
+  mine.relay = static_cast<int32_t>(comm->cfg.relay);
   mine.nslots = comm->cfg.nslots;
   mine.slotBytes = comm->cfg.slotBytes;
   std::vector<std::string> nicNames;
@@ -112,7 +114,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   if (res != precclSuccess) return res;
   comm->infos.resize(nranks);
   memcpy(comm->infos.data(), all.data(), all.size());
-  bool shmDisable = false;
+  bool shmDisable = false, railAffinity = true;
   comm->nVTs = kMaxVTs;
   comm->nslots = kMaxSlots;
   comm->slotBytes = SIZE_MAX;
@@ -121,8 +123,10 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
     comm->nslots = std::min(comm->nslots, info.nslots);
     comm->slotBytes = std::min<size_t>(comm->slotBytes, info.slotBytes);
     shmDisable |= info.shmDisable != 0;
+    railAffinity &= info.railAffinity != 0;
   }
-  comm->topo.build(comm->infos, rank, shmDisable, comm->nVTs);
+  comm->relay = static_cast<RelayMode>(comm->infos[0].relay);
+  comm->topo.build(comm->infos, rank, shmDisable, comm->nVTs, railAffinity);
   comm->conns.resize(nranks, comm->nVTs);
   comm->vtStats.assign(comm->nVTs, VtCounters{});
   comm->liveMask = comm->nVTs >= 64 ? ~0ull : (1ull << comm->nVTs) - 1;
@@ -138,10 +142,10 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   traceOpen(comm);
   if (rank == 0) PRECCL_INFO("machine: {}", machineSummary());
   // commName (precclConfig_t) labels the communicator in logs, as NCCL's does.
-  PRECCL_INFO("{}rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}",
+  PRECCL_INFO("{}rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}{}",
               comm->cfg.commName.empty() ? std::string() : comm->cfg.commName + ": ", rank, nranks,
               comm->topo.nHosts(), nics.size(), nics[0].name, comm->nVTs, comm->nslots, comm->slotBytes,
-              shmDisable ? ", shared memory disabled" : "");
+              shmDisable ? ", shared memory disabled" : "", comm->topo.rail ? ", rail affinity" : "");
   return precclSuccess;
 }
 

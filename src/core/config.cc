@@ -31,6 +31,15 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   else if (algo == "ring" || algo == "Ring") c->algo = Algo::Ring;
   else if (algo == "tree" || algo == "Tree") c->algo = Algo::Tree;
   else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_ALGO={} is not ring or tree", algo);
+  std::string affinity = envString("NIC_AFFINITY", "all");
+  if (affinity == "all") c->railAffinity = false;
+  else if (affinity == "rail") c->railAffinity = true;
+  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_NIC_AFFINITY={} is not all or rail", affinity);
+  std::string relay = envString("RELAY", "auto");
+  if (relay == "auto") c->relay = RelayMode::Auto;
+  else if (relay == "off") c->relay = RelayMode::Off;
+  else if (relay == "force") c->relay = RelayMode::Force;
+  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_RELAY={} is not auto, off or force", relay);
   std::string policy = envString("POLICY", "preccl");
   if (user && user->policy) policy = user->policy;
   if (!policyFromName(policy, &c->policy))

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "policy/allocation.h"
+#include "policy/rail_split.h"
 #include "preccl/preccl.h"
 
 namespace preccl {
@@ -27,6 +28,8 @@ struct Config {
   bool checkAlloc = false;           // PRECCL_CHECK_ALLOC=1: every slot carries the allocation digest
   bool retry = true;                 // PRECCL_RETRY=0: a failed path fails the call (no commit, abort, retry)
   uint32_t detectMs = 500;           // PRECCL_DETECT_MS: a path with nothing acknowledged this long is dead
+  bool railAffinity = false;         // PRECCL_NIC_AFFINITY=rail: each rank sends through its own NIC(s) only
+  RelayMode relay = RelayMode::Auto; // PRECCL_RELAY=auto|off|force (policy/rail_split.h)
   std::string commName;
 };
 

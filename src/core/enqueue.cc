@@ -60,6 +60,10 @@ static AllocKey allocKey(precclComm* comm, const CctArgs& a, bool tree) {
     case Coll::ReduceScatter: k.wireNum = n - 1; break;
     case Coll::Broadcast: k.wireNum = tree ? treeMaxSends(n, false, true) : 1; break;
     case Coll::Reduce: k.wireNum = 1; break;  // up the tree or along the chain: every rank sends once
+    case Coll::AlltoAll:
+      // Under rail affinity a VT's owner sends its whole host's part of the VT: its own and its relays'.
+      k.wireNum = (n - 1) * (comm->topo.rail ? static_cast<uint32_t>(comm->topo.hostRanks[comm->topo.hostOf[comm->rank]].size()) : 1u);
+      break;
     default: k.wireNum = n - 1; break;
   }
   if (n == 1) k.wireNum = k.wireDen = 1;

@@ -9,6 +9,7 @@
 #include "core/comm.h"
 #include "core/plan.h"
 #include "device/dtype.h"
+#include "policy/rail_split.h"
 
 namespace preccl {
 
@@ -47,12 +48,17 @@ void addTask(CctPlan* plan, int vt, Step s) {
 
 // A send and its receive are split over the VTs alike on both ranks: AlltoAll's current shares for the
 // same per-peer size (every rank holds the same, AlltoAll being collective), read only. Send/Recv carry
-// no telemetry of their own; grouped, they are how PyTorch runs an AlltoAll with uneven splits.
-Allocation p2pAllocation(precclComm* comm, const AllocRequest& req) {
-  if (comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, comm->liveMask);
+// no telemetry of their own; grouped, they are how PyTorch runs an AlltoAll with uneven splits. Under
+// rail affinity a transfer to another host uses only the VTs whose NIC the sender owns (the relay is not
+// part of the call; the direct edges are there when every one of those VTs is masked).
+Allocation p2pAllocation(precclComm* comm, const AllocRequest& req, int sender, bool remote) {
+  uint64_t mask = comm->liveMask;
+  if (remote && comm->topo.rail && (mask & comm->topo.ownVts(sender, comm->nVTs)) != 0)
+    mask &= comm->topo.ownVts(sender, comm->nVTs);
+  if (comm->cfg.policy == PolicyKind::Static) return equalAllocation(req, mask);
   AllocKey key;
   key.coll = static_cast<uint8_t>(Coll::AlltoAll);
-  return currentShares(comm->policy, req, key, comm->liveMask);
+  return currentShares(comm->policy, req, key, mask);
 }
 
 // The last task added waits before its last piece for the shared cut of its VT (Task::cutShared).
@@ -66,30 +72,93 @@ void shareCut(CctPlan* plan, size_t slotBytes, size_t esz) {
 
 }  // namespace
 
+// Each sender's split of its blocks over the VTs: the allocation itself, or under rail affinity the
+// sender's share of its host's (policy/rail_split.h), computed alike on every rank.
+struct SenderSplits {
+  SenderSplits(precclComm* comm, const Allocation& al, size_t count, size_t esz) : comm(comm) {
+    const Topology& t = comm->topo;
+    if (!t.rail) return;
+    const size_t grain = std::max<size_t>(1, AllocRequest{}.grainBytes / esz);
+    for (const auto& ranks : t.hostRanks) {
+      // A VT's part differs from an equal one by up to a grain (policy/allocation.h), its host's by the
+      // host's ranks times that; the owners absorb twice it (rail_split.h).
+      const size_t slack = 2 * ranks.size() * grain;
+      std::vector<uint64_t> own;
+      for (int r : ranks) own.push_back(t.ownVts(r, comm->nVTs));
+      std::vector<Allocation> split = railSplit(al, count, own, comm->liveMask, comm->relay, slack);
+      for (size_t g = 0; g < ranks.size(); g++) of[ranks[g]] = std::move(split[g]);
+    }
+  }
+  const Allocation& operator()(int rank, const Allocation& al) const {
+    auto it = of.find(rank);
+    return it == of.end() ? al : it->second;
+  }
+  precclComm* comm;
+  std::map<int, Allocation> of;
+};
+
+// The edge that carries `from`'s bytes for `to` on VT v out of `from`'s host and into `to`'s, seen from
+// this rank (one of the two ends): direct, or `from`'s relay on that VT (a relay edge naming the far end).
+Conn* p2pEdge(precclComm* comm, int from, int to, int v) {
+  const Topology& t = comm->topo;
+  const int relay = t.relayFor(from, v);
+  if (relay == from || t.sameHost(from, to)) return connTo(comm, from == comm->rank ? to : from, v);
+  return from == comm->rank ? comm->conns.relay(relay, v, to) : comm->conns.relay(relay, v, from);
+}
+
 // Every rank sends its part of every block straight to its owner, so one hop brings each rank's record to
 // every other. A VT's tasks, sends and receives, share one cut before their last piece, and every peer
 // hears the same snapshot. It waits for the receives too: a send only fills its FIFO and the socket's
 // buffers, so taken when the sends alone got there it would time the buffers, not the path (the model
 // then saw a slow VT as fast and the split swung between the VTs). A VT whose part is a single piece has
 // none (then the CCT has none).
+// Under rail affinity a part on a VT whose NIC its sender does not own goes through the VT's relay on the
+// sender's host: a send into shared memory, a forward there (the relay's own task, with its own FIFOs,
+// so it never waits on the relay's own traffic), a receive from the relay's socket. The record still
+// arrives in the same call: the relay's forwarded slots carry its running maxima, its sender's included.
 void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
   const char* in = static_cast<const char*>(a.sendbuff);
   char* out = static_cast<char*>(a.recvbuff);
+  const Topology& topo = comm->topo;
+  const int me = comm->rank;
+  const SenderSplits split(comm, al, a.count, esz);
+  const Allocation& mine = split(me, al);
   plan->sharedCutsLeft.assign(al.vt.size(), 0);
+  auto block = [&](int q, const Allocation& s, int v) { return static_cast<size_t>(q) * a.count * esz + s.vt[v].offset * esz; };
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
-    const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
-    if (b == 0) continue;
     for (int q = 0; q < comm->nranks; q++) {
-      const size_t blk = static_cast<size_t>(q) * a.count * esz + o;
-      if (q == comm->rank) {
-        addTask(plan, v, copyStep(in + blk, out + blk, b));
+      const size_t b = mine.vt[v].count * esz;
+      if (q == me) {
+        if (b) addTask(plan, v, copyStep(in + block(q, mine, v), out + block(q, mine, v), b));
         continue;
       }
-      addTask(plan, v, sendStep(connTo(comm, q, v), in + blk, b));
-      shareCut(plan, comm->slotBytes, esz);
-      addTask(plan, v, recvStep(connTo(comm, q, v), out + blk, b));
-      shareCut(plan, comm->slotBytes, esz);
+      if (b) {
+        addTask(plan, v, sendStep(p2pEdge(comm, me, q, v), in + block(q, mine, v), b));
+        shareCut(plan, comm->slotBytes, esz);
+      }
+      const Allocation& theirs = split(q, al);
+      if (const size_t rb = theirs.vt[v].count * esz) {
+        addTask(plan, v, recvStep(p2pEdge(comm, q, me, v), out + block(q, theirs, v), rb));
+        shareCut(plan, comm->slotBytes, esz);
+      }
+    }
+    if (!topo.rail) continue;
+    // The parts this rank relays: from each local rank whose VT v it carries, to every other host's ranks.
+    for (int x : topo.hostRanks[topo.hostOf[me]]) {
+      if (x == me || topo.relayFor(x, v) != me) continue;
+      const size_t b = split(x, al).vt[v].count * esz;
+      if (b == 0) continue;
+      for (int y = 0; y < comm->nranks; y++) {
+        if (topo.sameHost(x, y)) continue;
+        Step s;
+        s.recv[s.nrecv++] = comm->conns.relay(x, v, y);
+        s.send[s.nsend++] = comm->conns.relay(y, v, x);
+        s.bytes = b;
+        s.relayed = true;
+        addTask(plan, v, s);
+        shareCut(plan, comm->slotBytes, esz);
+      }
     }
   }
 }
@@ -142,7 +211,7 @@ bool planP2P(precclComm* comm, const CctArgs& a, CctPlan* plan, std::string* why
     req.count = op.count;
     req.elemBytes = esz;
     req.nVTs = comm->nVTs;
-    Allocation al = p2pAllocation(comm, req);
+    Allocation al = p2pAllocation(comm, req, op.isSend ? comm->rank : op.peer, !comm->topo.sameHost(comm->rank, op.peer));
     for (int v = 0; v < comm->nVTs; v++) {
       const size_t o = al.vt[v].offset * esz, b = al.vt[v].count * esz;
       if (b == 0) continue;

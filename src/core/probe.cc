@@ -15,13 +15,13 @@ uint64_t maskedVts(const precclComm* comm) {
   return all & ~comm->liveMask;
 }
 
+// Every edge of the VTs in `vts`, relay edges included.
 template <typename Fn>
 void forEachEdge(precclComm* comm, uint64_t vts, Fn fn) {
-  for (int v = 0; v < comm->nVTs; v++) {
-    if (!((vts >> v) & 1)) continue;
-    for (int peer = 0; peer < comm->nranks; peer++)
-      if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr) fn(*c);
-  }
+  comm->conns.find([&](Conn& c) {
+    if (c.vt >= 0 && c.vt < 64 && ((vts >> c.vt) & 1)) fn(c);
+    return false;
+  });
 }
 
 }  // namespace

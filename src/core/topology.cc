@@ -6,7 +6,7 @@
 
 namespace preccl {
 
-void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs) {
+void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs, bool railAffinity) {
   nranks = static_cast<int>(infos.size());
   rank = myRank;
   shmDisabled = shmDisable;
@@ -34,6 +34,28 @@ void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDis
   bool sameK = true;
   for (int r = 0; r < nranks; r++) sameK &= nNics[r] == nNics[0];
   sharedNics = sameK && nVTs > nNics[0] && nHosts() > 1 ? nNics[0] : 0;
+  rail = railAffinity && sameK && nNics[0] > 1 && nHosts() > 1 && !shmDisabled;
+}
+
+bool Topology::ownsNic(int r, int nic) const {
+  if (!rail) return true;
+  const int l = static_cast<int>(hostRanks[hostOf[r]].size()), k = nNics[r], g = localIdx[r];
+  return l >= k ? g % k == nic : nic % l == g;
+}
+
+int Topology::relayFor(int r, int vt) const {
+  const int nic = nicFor(r, vt);
+  if (ownsNic(r, nic)) return r;
+  for (int q : hostRanks[hostOf[r]])
+    if (ownsNic(q, nic)) return q;
+  return r;  // unreachable: every NIC has an owner on every host
+}
+
+uint64_t Topology::ownVts(int r, int nVTs) const {
+  uint64_t m = 0;
+  for (int v = 0; v < nVTs && v < 64; v++)
+    if (ownsNic(r, nicFor(r, v))) m |= 1ull << v;
+  return m;
 }
 
 TreeLinks treeLinks(const Topology& topo, int rank, int rootRank, bool mirror) {

@@ -21,6 +21,8 @@ struct RankInfo {
   int32_t nNics;
   int32_t nVTs;          // this rank's wish; the communicator uses the minimum
   int32_t shmDisable;
+  int32_t railAffinity;  // PRECCL_NIC_AFFINITY=rail; the communicator uses it when every rank asks
+  int32_t relay;         // PRECCL_RELAY (policy/rail_split.h RelayMode); rank 0's holds
   uint32_t nslots;
   uint32_t slotBytes;
   sockaddr_storage nicAddr[kMaxNics];  // listening address (with port) per NIC
@@ -48,14 +50,26 @@ struct Topology {
   // hosts at 3/4 of the ring's bandwidth; with both, the trees match the ring there.
   int treeStride() const { return sharedNics > 0 ? sharedNics : 1; }
   bool mirrorTree(int vt) const { return (vt / treeStride()) % 2 == 1; }
+  // Rank-NIC affinity (PRECCL_NIC_AFFINITY=rail), as on GPU servers where each GPU sits next to one NIC:
+  // local rank g of a host with L ranks and K NICs owns NIC g mod K (L >= K), or the NICs k with
+  // k mod L == g (L < K). The point-to-point families send a rank's bytes on another rank's rail through
+  // that rail's first owner on the host (a relay: shared memory, then its NIC). Set only where it means
+  // something: several hosts, shared memory between local ranks, the same K > 1 everywhere.
+  bool rail = false;
 
-  void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs);
+  void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs, bool railAffinity = false);
   bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
   bool useShm(int a, int b) const { return !shmDisabled && sameHost(a, b); }
   int nicFor(int r, int vt) const { return vt % nNics[r]; }
   int ringNext(int r) const { return order[(posOf[r] + 1) % nranks]; }
   int ringPrev(int r) const { return order[(posOf[r] + nranks - 1) % nranks]; }
   int nHosts() const { return static_cast<int>(hostRanks.size()); }
+  bool ownsNic(int r, int nic) const;
+  // Who sends r's bytes of VT vt to other hosts: r itself when it owns the VT's NIC (or without rail
+  // affinity), else the NIC's first owner on r's host.
+  int relayFor(int r, int vt) const;
+  // The VTs whose NIC r owns (every VT without rail affinity).
+  uint64_t ownVts(int r, int nVTs) const;
 };
 
 // A binary tree over ring positions, rooted at `rootPos`; `mirror` flips it so that a second VT's interior

@@ -228,6 +228,7 @@ struct Exec {
       }
       for (int i = 0; i < s.nrecv; i++) s.recv[i]->recv.release();
       stats.lastBytes += piece * s.nsend;
+      if (s.relayed) stats.lastRelayed += piece;
       moved = true;
       t.off += piece;
       if (t.off == s.bytes) {
@@ -431,7 +432,7 @@ struct Exec {
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
   std::vector<VtCounters>& stats = *ctx.vtStats;
-  for (auto& s : stats) s.lastBytes = s.lastStalls = s.lastStallNs = 0;
+  for (auto& s : stats) s.lastBytes = s.lastStalls = s.lastStallNs = s.lastRelayed = 0;
   const int nVTs = static_cast<int>(stats.size());
   plan.vtDoneNs.assign(nVTs, 0);
   if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(nVTs);
@@ -442,6 +443,7 @@ precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
     s.bytes += s.lastBytes;
     s.stalls += s.lastStalls;
     s.stallNs += s.lastStallNs;
+    s.relayed += s.lastRelayed;
   }
   return res;
 }

@@ -19,6 +19,7 @@ namespace preccl {
 struct VtCounters {
   uint64_t bytes = 0, stalls = 0, stallNs = 0;
   uint64_t lastBytes = 0, lastStalls = 0, lastStallNs = 0;
+  uint64_t relayed = 0, lastRelayed = 0;  // of the bytes, those this rank forwarded for a local rank (rail)
   double lastShare = 0;
 };
 

@@ -30,6 +30,8 @@ struct Step {
   // A header-only slot (bytes == 0): carries the telemetry cargo and nothing else. Chains use it to
   // send the last rank's records around the ring (see docs/telemetry.md).
   bool headerOnly = false;
+  // A relay's forward (Topology::rail): another rank's bytes, counted apart (VtCounters::lastRelayed).
+  bool relayed = false;
   // Strided steps (the ring AllReduce's chunks, core/plan.h): byte x of the step lies in src/dst at
   // memOffset(x): the first headBytes contiguous, then blocks of blockBytes every strideBytes.
   // blockBytes == 0: contiguous.

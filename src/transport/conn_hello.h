@@ -15,6 +15,7 @@ struct ConnHello {
   int32_t src;
   int32_t dst;
   int32_t vt;
+  int32_t far;  // Conn::far of a relay edge (the origin of the bytes it relays); -1 on a direct edge
   uint64_t commHash;
   // 0 at init; on a fresh connection, the epoch from which its VT is masked: both ends take the
   // connection for the same masking, whichever of them masked first.

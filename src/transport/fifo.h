@@ -141,6 +141,11 @@ struct Conn {
   int peer = -1;
   int vt = -1;
   int nic = -1;          // this rank's NIC the edge leaves by; -1: none (shared memory)
+  // A relay edge (Topology::rail): the rank at the far end of the relayed path, whose bytes the edge
+  // carries (the origin, seen from the relay's socket to the destination and from the destination) or
+  // for which it carries them (the destination, seen from the origin and the relay's shared memory); -1
+  // on a direct edge.
+  int far = -1;
   std::string path;      // how the edge travels, for messages: "NIC eth0 198.18.0.1 -> eth0 198.18.0.2", "shared memory"
   Transport* owner = nullptr;
   // The send FIFO's consumer is a progress thread of this process: a published slot is the peer's only

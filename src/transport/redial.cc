@@ -47,9 +47,9 @@ Redialer::Edge* Redialer::find(const Conn* conn) const {
   return nullptr;
 }
 
-Redialer::Edge* Redialer::find(int peer, int vt) const {
+Redialer::Edge* Redialer::find(int peer, int vt, int far) const {
   for (auto& e : edges_)
-    if (e->conn->peer == peer && e->conn->vt == vt) return e.get();
+    if (e->conn->peer == peer && e->conn->vt == vt && e->conn->far == far) return e.get();
   return nullptr;
 }
 
@@ -102,6 +102,7 @@ void Redialer::dial(Edge& e, uint64_t now, const Ready& ready) {
   h.src = rank_;
   h.dst = e.conn->peer;
   h.vt = e.conn->vt;
+  h.far = e.conn->far;
   h.commHash = commHash_;
   h.maskEpoch = want;
   // A fresh connection's send buffer takes the whole hello at once.
@@ -133,7 +134,7 @@ void Redialer::accept(uint64_t now, const Ready& ready) {
 
 void Redialer::offer(Parked p, uint64_t now, const Ready& ready) {
   const ConnHello& h = p.hello;
-  Edge* e = h.magic == kConnMagic && h.dst == rank_ && h.commHash == commHash_ && h.maskEpoch > 0 ? find(h.src, h.vt)
+  Edge* e = h.magic == kConnMagic && h.dst == rank_ && h.commHash == commHash_ && h.maskEpoch > 0 ? find(h.src, h.vt, h.far)
                                                                                                    : nullptr;
   if (!e || e->dials) {
     PRECCL_WARN("rank {}: refused a connection with a bad header (src {}, vt {})", rank_, h.src, h.vt);

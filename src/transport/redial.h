@@ -58,7 +58,7 @@ class Redialer {
     uint64_t untilNs;
   };
   Edge* find(const Conn* conn) const;
-  Edge* find(int peer, int vt) const;
+  Edge* find(int peer, int vt, int far) const;
   void dial(Edge& e, uint64_t now, const Ready& ready);
   void giveUp(Edge& e);
   void accept(uint64_t now, const Ready& ready);

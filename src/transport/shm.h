@@ -25,11 +25,17 @@ struct ShmLayout {
   uint32_t nVTs = 0;
   uint32_t nslots = 0;
   size_t slotBytes = 0;
+  // Under rail affinity (topology.h), one more FIFO per (sender's local index, VT, far rank) for the
+  // relay edges; 0 otherwise.
+  uint32_t nRelayFar = 0;
   size_t headerBytes() const { return kSlotAlign; }
   size_t fifoOffset(uint32_t senderLocal, uint32_t vt) const {
     return headerBytes() + (static_cast<size_t>(senderLocal) * nVTs + vt) * fifoBytes(nslots, slotBytes);
   }
-  size_t totalBytes() const { return fifoOffset(nLocal, 0); }
+  size_t relayOffset(uint32_t senderLocal, uint32_t vt, uint32_t far) const {
+    return fifoOffset(nLocal, 0) + ((static_cast<size_t>(senderLocal) * nVTs + vt) * nRelayFar + far) * fifoBytes(nslots, slotBytes);
+  }
+  size_t totalBytes() const { return relayOffset(nLocal, 0, 0); }
 };
 
 class ShmSegment {

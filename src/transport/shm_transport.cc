@@ -40,7 +40,8 @@ precclResult_t ShmTransport::connect(const TransportSetup& s, ConnTable& table, 
     return s.barrier();
   }
 
-  ShmLayout lay{static_cast<uint32_t>(local.size()), static_cast<uint32_t>(s.nVTs), s.nslots, s.slotBytes};
+  ShmLayout lay{static_cast<uint32_t>(local.size()), static_cast<uint32_t>(s.nVTs), s.nslots, s.slotBytes,
+                t.rail ? static_cast<uint32_t>(s.nranks) : 0u};
   auto name = [&](int r) { return fmt::format("/preccl-{:016x}-{:x}-r{}", s.commHash, (*s.infos)[0].nonce, r); };
   own_ = std::make_unique<ShmSegment>();
   if (!own_->create(name(s.rank), lay.totalBytes(), err)) {
@@ -51,7 +52,10 @@ precclResult_t ShmTransport::connect(const TransportSetup& s, ConnTable& table, 
   hdr->magic = kShmMagic;
   hdr->pid = getpid();
   for (uint32_t j = 0; j < lay.nLocal; j++)
-    for (int v = 0; v < s.nVTs; v++) new (own_->base() + lay.fifoOffset(j, v)) FifoCtrl();
+    for (int v = 0; v < s.nVTs; v++) {
+      new (own_->base() + lay.fifoOffset(j, v)) FifoCtrl();
+      for (uint32_t f = 0; f < lay.nRelayFar; f++) new (own_->base() + lay.relayOffset(j, v, f)) FifoCtrl();
+    }
   PRECCL_CHECK(s.barrier());  // every segment exists
 
   peer_.resize(s.nranks);
@@ -65,18 +69,28 @@ precclResult_t ShmTransport::connect(const TransportSetup& s, ConnTable& table, 
     }
     Bell* peerBell = &seg->header()->bell;
     const uint32_t pj = t.localIdx[r];
-    for (int v = 0; v < s.nVTs; v++) {
+    // A direct edge, or (far >= 0) a relay edge between a rank and the relay of its VT's NIC, for the
+    // rank's bytes to `far`.
+    auto add = [&](int v, int far) {
       auto c = std::make_unique<Conn>();
       c->peer = r;
       c->vt = v;
-      c->path = "shared memory";
+      c->far = far;
+      c->path = far < 0 ? "shared memory" : fmt::format("shared memory (relay for rank {})", far);
       c->owner = this;
       Fifo out, in;
-      out.attach(seg->base() + lay.fifoOffset(me, v), s.nslots, s.slotBytes);
-      in.attach(own_->base() + lay.fifoOffset(pj, v), s.nslots, s.slotBytes);
+      out.attach(seg->base() + (far < 0 ? lay.fifoOffset(me, v) : lay.relayOffset(me, v, far)), s.nslots, s.slotBytes);
+      in.attach(own_->base() + (far < 0 ? lay.fifoOffset(pj, v) : lay.relayOffset(pj, v, far)), s.nslots, s.slotBytes);
       c->send.attach(out, Waker{peerBell});
       c->recv.attach(in, Waker{peerBell});
       table.put(std::move(c));
+    };
+    for (int v = 0; v < s.nVTs; v++) {
+      add(v, -1);
+      // Relay edges pair a rank with the relay of its VT's NIC, one per rank on another host.
+      if (!t.rail || (t.relayFor(s.rank, v) != r && t.relayFor(r, v) != s.rank)) continue;
+      for (int far = 0; far < s.nranks; far++)
+        if (!t.sameHost(far, s.rank)) add(v, far);
     }
     peer_[r] = std::move(seg);
   }

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <tuple>
 
 #include "core/debug.h"
 #include "policy/detect.h"
@@ -27,12 +29,42 @@ SockAddr nicAddr(const RankInfo& info, int nic) {
 }
 
 // How a socket edge travels, for messages: this rank's NIC and the peer's.
-std::string socketPath(const TransportSetup& s, int peer, int vt) {
+std::string socketPath(const TransportSetup& s, int peer, int vt, int far) {
   auto nic = [&](int r) {
     const int k = s.topo->nicFor(r, vt);
     return fmt::format("{} {}", (*s.infos)[r].nicName[k], nicAddr((*s.infos)[r], k).host());
   };
-  return fmt::format("NIC {} -> {}", nic(s.rank), nic(peer));
+  return fmt::format("NIC {} -> {}{}", nic(s.rank), nic(peer), far < 0 ? "" : fmt::format(" (relay for rank {})", far));
+}
+
+struct EdgeKey {
+  int peer, vt, far;
+  bool operator<(const EdgeKey& o) const { return std::tie(peer, vt, far) < std::tie(o.peer, o.vt, o.far); }
+};
+
+// Every socket edge of this rank: one per (peer on another host, VT), and under rail affinity the relay
+// edges (Conn::far), from a rail's relay on one host to every rank on the others, one per rank it relays for.
+std::vector<EdgeKey> socketEdges(const TransportSetup& s) {
+  const Topology& t = *s.topo;
+  const int me = s.rank;
+  std::vector<EdgeKey> e;
+  for (int peer = 0; peer < s.nranks; peer++) {
+    if (peer == me || t.useShm(me, peer)) continue;
+    for (int v = 0; v < s.nVTs; v++) e.push_back({peer, v, -1});
+  }
+  if (!t.rail) return e;
+  for (int x = 0; x < s.nranks; x++)
+    for (int v = 0; v < s.nVTs; v++) {
+      const int m = t.relayFor(x, v);
+      if (m == x) continue;
+      if (m == me) {
+        for (int y = 0; y < s.nranks; y++)
+          if (!t.sameHost(y, me)) e.push_back({y, v, x});
+      } else if (!t.sameHost(x, me)) {
+        e.push_back({m, v, x});
+      }
+    }
+  return e;
 }
 
 }  // namespace
@@ -75,13 +107,14 @@ void SocketTransport::prepare(int fd, int rank) const {
   }
 }
 
-precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt) {
+precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt, int far) {
   prepare(fd, s.rank);
   auto c = std::make_unique<Conn>();
   c->peer = peer;
   c->vt = vt;
+  c->far = far;
   c->nic = s.topo->nicFor(s.rank, vt);
-  c->path = socketPath(s, peer, vt);
+  c->path = socketPath(s, peer, vt, far);
   c->owner = this;
   c->stagedSends = true;
   if (!proxy_) proxy_ = std::make_unique<Proxy>(s.bell);
@@ -103,32 +136,33 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
   };
   // Lower rank connects, higher accepts: the listen backlog completes connects, so no ordering deadlock.
   int expected[kMaxNics] = {};
-  for (int peer = 0; peer < s.nranks; peer++) {
-    if (peer == me || t.useShm(me, peer)) continue;
-    for (int v = 0; v < s.nVTs; v++) {
-      if (peer < me) {
-        expected[t.nicFor(me, v)]++;
-        continue;
-      }
-      const SockAddr local = nicAddr((*s.infos)[me], t.nicFor(me, v));
-      const SockAddr remote = nicAddr((*s.infos)[peer], t.nicFor(peer, v));
-      int fd = connectTo(remote, &local, s.deadlineNs);
-      ConnHello h{};
-      memcpy(h.secret, s.secret, kSecretBytes);
-      h.magic = kConnMagic;
-      h.src = me;
-      h.dst = peer;
-      h.vt = v;
-      h.commHash = s.commHash;
-      h.maskEpoch = 0;
-      if (fd < 0 || !sendAll(fd, &h, sizeof(h), s.deadlineNs)) {
-        if (fd >= 0) ::close(fd);
-        closeListeners();
-        *err = fmt::format("rank {}: cannot connect VT {} to rank {} at {} from {}", me, v, peer, remote.str(), local.str());
-        return precclSystemError;
-      }
-      add(s, table, fd, peer, v);
+  std::set<EdgeKey> accepts;
+  for (const EdgeKey& k : socketEdges(s)) {
+    const int peer = k.peer, v = k.vt;
+    if (peer < me) {
+      expected[t.nicFor(me, v)]++;
+      accepts.insert(k);
+      continue;
     }
+    const SockAddr local = nicAddr((*s.infos)[me], t.nicFor(me, v));
+    const SockAddr remote = nicAddr((*s.infos)[peer], t.nicFor(peer, v));
+    int fd = connectTo(remote, &local, s.deadlineNs);
+    ConnHello h{};
+    memcpy(h.secret, s.secret, kSecretBytes);
+    h.magic = kConnMagic;
+    h.src = me;
+    h.dst = peer;
+    h.vt = v;
+    h.far = k.far;
+    h.commHash = s.commHash;
+    h.maskEpoch = 0;
+    if (fd < 0 || !sendAll(fd, &h, sizeof(h), s.deadlineNs)) {
+      if (fd >= 0) ::close(fd);
+      closeListeners();
+      *err = fmt::format("rank {}: cannot connect VT {} to rank {} at {} from {}", me, v, peer, remote.str(), local.str());
+      return precclSystemError;
+    }
+    add(s, table, fd, peer, v, k.far);
   }
   for (size_t k = 0; k < listenFds_.size(); k++) {
     AuthAcceptor acceptor(listenFds_[k], s.secret, sizeof(ConnHello));
@@ -142,14 +176,14 @@ precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& tabl
       }
       ConnHello h;
       memcpy(&h, raw.data(), sizeof(h));
-      bool ok = h.magic == kConnMagic && h.dst == me && h.src >= 0 && h.src < me && h.vt >= 0 && h.vt < s.nVTs &&
-                h.commHash == s.commHash && h.maskEpoch == 0 && !t.useShm(me, h.src) && !table.has(h.src, h.vt);
+      bool ok = h.magic == kConnMagic && h.dst == me && h.commHash == s.commHash && h.maskEpoch == 0 &&
+                accepts.count(EdgeKey{h.src, h.vt, h.far}) != 0 && !table.has(h.src, h.vt, h.far);
       if (!ok) {
-        PRECCL_WARN("rank {}: refused a data connection with a bad header (src {}, vt {})", me, h.src, h.vt);
+        PRECCL_WARN("rank {}: refused a data connection with a bad header (src {}, vt {}, far {})", me, h.src, h.vt, h.far);
         ::close(fd);
         continue;
       }
-      add(s, table, fd, h.src, h.vt);
+      add(s, table, fd, h.src, h.vt, h.far);
       expected[k]--;
     }
   }

@@ -1,5 +1,5 @@
 // The TCP socket transport: ranks on other hosts. One socket per (peer, VT), bound to NIC `vt mod K` on
-// both ends; the executor writes into FIFOs in this process's heap and the proxy thread (proxy.h) moves
+// both ends, and under rail affinity one per relay edge (Conn::far); the executor writes into FIFOs in this process's heap and the proxy thread (proxy.h) moves
 // slots between them and the sockets.
 #pragma once
 #include <functional>
@@ -44,7 +44,7 @@ class SocketTransport : public Transport {
   void forEachSocket(int vt, const std::function<void(Socket&)>& fn);
 
  private:
-  precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt);
+  precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt, int far);
   int fdOf(const Conn& c) const;
   void prepare(int fd, int rank) const;
 

@@ -6,8 +6,10 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/topology.h"
@@ -17,30 +19,51 @@
 
 namespace preccl {
 
-// Every edge of a communicator: at(peer, vt), null for this rank itself. Owned here; each transport
-// fills the entries of the peers it serves.
+// Every edge of a communicator: at(peer, vt), null for this rank itself; and the relay edges (Conn::far
+// >= 0, topology.h Topology::rail), relay(peer, vt, far). Owned here; each transport fills the entries of
+// the peers it serves.
 class ConnTable {
  public:
   void resize(int nranks, int nVTs) {
     rows_.clear();
     rows_.resize(nranks);
     for (auto& r : rows_) r.resize(nVTs);
+    relays_.clear();
   }
   Conn* at(int peer, int vt) const { return rows_[peer][vt].get(); }
-  void put(std::unique_ptr<Conn> c) { rows_[c->peer][c->vt] = std::move(c); }
-  bool has(int peer, int vt) const { return rows_[peer][vt] != nullptr; }
-  // The first edge for which pred(conn) holds, or null.
+  Conn* relay(int peer, int vt, int far) const {
+    auto it = relays_.find(std::make_tuple(peer, vt, far));
+    return it == relays_.end() ? nullptr : it->second.get();
+  }
+  void put(std::unique_ptr<Conn> c) {
+    if (c->far >= 0) {
+      auto key = std::make_tuple(c->peer, c->vt, c->far);
+      relays_[key] = std::move(c);
+    } else {
+      rows_[c->peer][c->vt] = std::move(c);
+    }
+  }
+  bool has(int peer, int vt, int far = -1) const {
+    return far >= 0 ? relays_.count(std::make_tuple(peer, vt, far)) != 0 : rows_[peer][vt] != nullptr;
+  }
+  // The first edge, direct then relay, for which pred(conn) holds, or null.
   template <typename Pred>
   Conn* find(Pred pred) const {
     for (auto& row : rows_)
       for (auto& c : row)
         if (c && pred(*c)) return c.get();
+    for (auto& [key, c] : relays_)
+      if (pred(*c)) return c.get();
     return nullptr;
   }
-  void clear() { rows_.clear(); }
+  void clear() {
+    rows_.clear();
+    relays_.clear();
+  }
 
  private:
   std::vector<std::vector<std::unique_ptr<Conn>>> rows_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Conn>> relays_;
 };
 
 // What connecting needs from the communicator, and nothing else.

@@ -1,0 +1,35 @@
+// Under rail affinity (core/topology.h Topology::rail) a rank sends only through the NICs it owns, and
+// the point-to-point families read the policy's allocation as a host's split: the part of every block
+// that leaves a host through each VT's NIC. Each rank sends its own blocks; what a VT's owners cannot
+// carry of its part comes from the host's other ranks through the VT's relay (shared memory, then the
+// owner's NIC). Pure functions, the same on every rank for the same inputs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "policy/allocation.h"
+
+namespace preccl {
+
+enum class RelayMode { Auto, Off, Force };
+
+// Per local rank of one host (own[g]: the VTs whose NIC local rank g owns, bit v; live: the live VTs),
+// its split of a block of `count` elements over the VTs (contiguous ranges in VT order):
+//   Auto:  the host's split with the fewest elements relayed: every rank first fills the VTs it owns, up
+//          to the host's part of each (nLocal x host.vt[v].count over the host's blocks), and only what
+//          remains goes to VTs with room left, through their relays. When the owners alone can carry the
+//          host's split (balanced links: equal shares), nothing is relayed. An owner may take up to
+//          `slackElems` more than a VT's part, so that parts rounded to grains relay nothing either.
+//   Off:   each rank over its own VTs only, in proportion to the host's parts there (over every VT the
+//          host uses when it uses none of the rank's own).
+//   Force: every rank takes the host's split itself, relaying all it has on VTs it does not own (tests).
+// A message for which the host's split uses fewer VTs than are live (small: the policies then use fewer
+// VTs) goes, under Auto and Off, whole on the rank's own live VT with the largest part: no relay.
+std::vector<Allocation> railSplit(const Allocation& host, size_t count, const std::vector<uint64_t>& own, uint64_t live,
+                                  RelayMode mode, size_t slackElems);
+
+// Elements the split sends through a relay: those on VTs their rank does not own.
+size_t relayedElems(const std::vector<Allocation>& split, const std::vector<uint64_t>& own);
+
+}  // namespace preccl

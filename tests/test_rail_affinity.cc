@@ -1,0 +1,147 @@
+// Rank-NIC affinity (PRECCL_NIC_AFFINITY=rail) and the same-host relay, on 2 namespaces x 2 ranks x 2 NICs:
+// local rank g owns NIC g, so its AlltoAll bytes on the other rail go through the other local rank
+// (shared memory, then that rank's NIC) when the split puts any there. Every result is checked, with
+// the allocation digest on; ring and tree collectives keep working under the affinity.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "netns_bed.h"
+#include "reference.h"
+
+using namespace ptest;
+
+namespace {
+
+constexpr int kHosts = 2, kRails = 2, kRanksPerHost = 2, kRanks = kHosts * kRanksPerHost;
+
+GroupOptions railOptions(const NetnsBed& bed, const char* policy, const char* relay) {
+  GroupOptions opt;
+  opt.env = {{"PRECCL_SOCKET_IFNAME", "rail"}, {"PRECCL_TIMEOUT", "30"},   {"PRECCL_CHECK_ALLOC", "1"},
+             {"PRECCL_NIC_AFFINITY", "rail"},  {"PRECCL_POLICY", policy}, {"PRECCL_RELAY", relay}};
+  opt.timeoutSec = 240;
+  opt.beforeInit = [&bed](int rank) { enterNs(bed.ns(rank / kRanksPerHost)); };
+  return opt;
+}
+
+// This rank's forwarded bytes in the last call, over every VT.
+uint64_t lastRelayed(Rank& r) {
+  precclVtStats_t st[64];
+  int nvt = 64;
+  uint64_t n = 0;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+    for (int v = 0; v < std::min(nvt, 64); ++v) n += st[v].lastRelayedBytes;
+  return n;
+}
+
+// The share of the last call's allocation on the VTs of `rail`.
+double railShare(Rank& r, int rail) {
+  precclVtStats_t st[64];
+  int nvt = 64;
+  double share = 0;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+    for (int v = 0; v < std::min(nvt, 64); ++v)
+      if (st[v].nic == rail) share += st[v].share;
+  return share;
+}
+
+// PyTorch's all_to_all_single with uneven splits: a grouped Send/Recv to and from every rank, counts
+// that differ per pair and are odd, values that are not exactly representable in the narrower types.
+void unevenAlltoAll(Rank& r, uint32_t seed) {
+  const int n = r.nranks;
+  auto count = [&](int from, int to) { return size_t(1 + (from * 7 + to * 13 + int(seed)) % 29) * 1021; };
+  auto value = [&](int from, int to, size_t i) {
+    return static_cast<double>(from * 1000 + to) + static_cast<double>(i) * 0.1 + seed * 0.01;
+  };
+  std::vector<std::vector<double>> out(n), in(n);
+  bool ok = r.ok(precclGroupStart(), "GroupStart");
+  for (int q = 0; q < n; ++q) {
+    out[q].resize(count(r.rank, q));
+    for (size_t i = 0; i < out[q].size(); ++i) out[q][i] = value(r.rank, q, i);
+    in[q].assign(count(q, r.rank), -1.0);
+    ok = r.ok(precclSend(out[q].data(), out[q].size(), precclFloat64, q, r.comm, nullptr), "Send") && ok;
+    ok = r.ok(precclRecv(in[q].data(), in[q].size(), precclFloat64, q, r.comm, nullptr), "Recv") && ok;
+  }
+  ok = r.ok(precclGroupEnd(), "GroupEnd") && ok;
+  if (!ok) return;
+  size_t wrong = 0;
+  for (int q = 0; q < n; ++q)
+    for (size_t i = 0; i < in[q].size(); ++i) wrong += in[q][i] != value(q, r.rank, i);
+  r.check(wrong == 0, "uneven Send/Recv AlltoAll: " + std::to_string(wrong) + " wrong elements");
+}
+
+void alltoallCases(Rank& r, uint32_t seed) {
+  const size_t big = (size_t(4) << 20) / 4 / kRanks + 3;
+  for (precclDataType_t t : {precclInt8, precclFloat16, precclBfloat16, precclInt32, precclFloat, precclFloat64, precclUint64})
+    runCase(r, Case{Coll::AlltoAll, t, kCopy, 4099, t == precclFloat, 0, seed++});
+  runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, 1, false, 0, seed++});
+  runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, big, false, 0, seed++});
+  runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, big, true, 0, seed++});
+  unevenAlltoAll(r, seed++);
+}
+
+}  // namespace
+
+TEST_CASE("rail affinity: every collective and AlltoAll through the relay", "[netns]") {
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
+  struct Mode {
+    const char* policy;
+    const char* relay;
+  };
+  for (Mode m : {Mode{"static", "auto"}, Mode{"preccl", "auto"}, Mode{"preccl", "off"}, Mode{"static", "force"},
+                 Mode{"preccl", "force"}}) {
+    const std::string what = std::string(m.policy) + ", relay " + m.relay;
+    GroupResult g = runGroup(kRanks, railOptions(*bed, m.policy, m.relay), [&](Rank& r) {
+      uint32_t seed = 700;
+      if (std::string(m.relay) == "auto" && std::string(m.policy) == "static") {
+        // The ring and tree families under the affinity.
+        const size_t big = (size_t(4) << 20) / 4 + 1;
+        runCase(r, Case{Coll::AllReduce, precclFloat, kSum, big, false, 0, seed++});
+        runCase(r, Case{Coll::AllReduce, precclBfloat16, kSum, 1031, true, 0, seed++});
+        runCase(r, Case{Coll::Broadcast, precclUint8, kCopy, 65537, false, 3, seed++});
+        runCase(r, Case{Coll::Reduce, precclFloat, kAvg, 4099, false, 1, seed++});
+        runCase(r, Case{Coll::AllGather, precclInt32, kCopy, 4099, false, 0, seed++});
+        runCase(r, Case{Coll::ReduceScatter, precclFloat, kSum, 4099, true, 0, seed++});
+        runCase(r, Case{Coll::Gather, precclFloat64, kCopy, 1031, false, 2, seed++});
+        runCase(r, Case{Coll::Scatter, precclUint32, kCopy, 1031, true, 1, seed++});
+      }
+      alltoallCases(r, seed);
+      // A large AlltoAll: the static split is the owners' own (nothing relayed, the rule's balanced case);
+      // forced, every rank relays its bytes on the other rail.
+      runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, (size_t(8) << 20) / 4 / kRanks, false, 0, 900});
+      const uint64_t relayed = lastRelayed(r);
+      r.info(what + ": rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
+      if (std::string(m.relay) == "force") r.check(relayed > 0, what + ": nothing relayed");
+      if (std::string(m.policy) == "static" && std::string(m.relay) == "auto")
+        r.check(relayed == 0, what + ": " + std::to_string(relayed) + " B relayed on equal shares");
+    });
+    reportToCatch("rail affinity, " + what, g);
+  }
+  CHECK(bed->teardown());
+}
+
+// Host 0's rail1 at 40 Mbit/s. Its rank 1 owns only that NIC: without the relay all its bytes cross it;
+// with the relay, the policy's host split moves them to rail0 through rank 0, which forwards them.
+TEST_CASE("rail affinity: a slow NIC's bytes go through the other rank's NIC", "[netns]") {
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
+  std::string log;
+  INFO("could not shape the namespaces: " << log);
+  REQUIRE(bed->shape(0, 1, "40mbit", &log));
+  GroupResult g = runGroup(kRanks, railOptions(*bed, "preccl", "auto"), [&](Rank& r) {
+    const size_t count = (size_t(4) << 20) / 4 / kRanks;
+    for (int i = 0; i < 10; ++i) runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, count, i % 2 == 1, 0, uint32_t(800 + i)});
+    const double slow = railShare(r, 1);
+    const uint64_t relayed = lastRelayed(r);
+    r.info("slow NIC: rail1 share " + std::to_string(slow) + ", rank " + std::to_string(r.rank) + " relayed " +
+           std::to_string(relayed) + " B");
+    r.check(slow < 0.25, "rail1 (40 Mbit/s) still carries " + std::to_string(slow) + " of the host split");
+    // Rank 0 owns rail0 on host 0: it forwards rank 1's bytes.
+    if (r.rank == 0) r.check(relayed > 0, "rank 0 relayed nothing for rank 1");
+  });
+  reportToCatch("rail affinity, slow NIC", g);
+  CHECK(bed->teardown());
+}
