@@ -52,7 +52,8 @@ void IterCsv::write(const PerfArgs& a, size_t bytes, const char* mode, int iter,
     nVts_ = int(vts.size());
     std::fprintf(f_, "collective,mode,bytes,iter,t_s,unix_s,time_us,algbw,busbw,epoch");
     for (int v = 0; v < nVts_; v++)
-      std::fprintf(f_, ",vt%d_nic,vt%d_share,vt%d_bytes,vt%d_stalls,vt%d_stall_ns,vt%d_state", v, v, v, v, v, v);
+      std::fprintf(f_, ",vt%d_nic,vt%d_share,vt%d_bytes,vt%d_stalls,vt%d_stall_ns,vt%d_state,vt%d_relayed", v, v, v, v, v,
+                   v, v);
     std::fprintf(f_, "\n");
   }
   const double algBw = timeUs > 0 ? double(bytes) / 1e3 / timeUs : 0.0;  // GB/s
@@ -62,11 +63,11 @@ void IterCsv::write(const PerfArgs& a, size_t bytes, const char* mode, int iter,
   for (int v = 0; v < nVts_; v++) {
     if (v < int(vts.size())) {
       const precclVtStats_t& s = vts[size_t(v)];
-      std::fprintf(f_, ",%d,%.6f,%llu,%llu,%llu,%s", s.nic, s.share, static_cast<unsigned long long>(s.lastBytes),
+      std::fprintf(f_, ",%d,%.6f,%llu,%llu,%llu,%s,%llu", s.nic, s.share, static_cast<unsigned long long>(s.lastBytes),
                    static_cast<unsigned long long>(s.lastStalls), static_cast<unsigned long long>(s.lastStallNs),
-                   stateName(s.state));
+                   stateName(s.state), static_cast<unsigned long long>(s.lastRelayedBytes));
     } else {
-      std::fprintf(f_, ",,,,,,");
+      std::fprintf(f_, ",,,,,,,");
     }
   }
   std::fprintf(f_, "\n");

@@ -1,7 +1,8 @@
 // Rank-NIC affinity (PRECCL_NIC_AFFINITY=rail) and the same-host relay, on 2 namespaces x 2 ranks x 2 NICs:
 // local rank g owns NIC g, so its AlltoAll bytes on the other rail go through the other local rank
-// (shared memory, then that rank's NIC) when the split puts any there. Every result is checked, with
-// the allocation digest on; ring and tree collectives keep working under the affinity.
+// (shared memory, then that rank's NIC) when the split puts any there, and a ring's exit rank sends its
+// VTs on the other rail the same way. Every result is checked, with the allocation digest on; tree
+// collectives keep working under the affinity.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
@@ -90,21 +91,35 @@ TEST_CASE("rail affinity: every collective and AlltoAll through the relay", "[ne
   struct Mode {
     const char* policy;
     const char* relay;
+    const char* algo;
   };
-  for (Mode m : {Mode{"static", "auto"}, Mode{"preccl", "auto"}, Mode{"preccl", "off"}, Mode{"static", "force"},
-                 Mode{"preccl", "force"}}) {
-    const std::string what = std::string(m.policy) + ", relay " + m.relay;
-    GroupResult g = runGroup(kRanks, railOptions(*bed, m.policy, m.relay), [&](Rank& r) {
+  for (Mode m : {Mode{"static", "auto", "ring"}, Mode{"preccl", "auto", "ring"}, Mode{"static", "auto", "tree"},
+                 Mode{"preccl", "off", "ring"}, Mode{"static", "force", "ring"}, Mode{"preccl", "force", "ring"}}) {
+    const std::string what = std::string(m.policy) + ", relay " + m.relay + ", " + m.algo;
+    GroupOptions opt = railOptions(*bed, m.policy, m.relay);
+    opt.env.push_back({"PRECCL_ALGO", m.algo});
+    GroupResult g = runGroup(kRanks, opt, [&](Rank& r) {
       uint32_t seed = 700;
       if (std::string(m.relay) == "auto" && std::string(m.policy) == "static") {
-        // The ring and tree families under the affinity.
+        // The ring and tree families under the affinity. Ranks 1 and 3 are their hosts' exits on the
+        // ring (0 1 | 2 3) and own NIC 1: their VTs on NIC 0 go through ranks 0 and 2.
         const size_t big = (size_t(4) << 20) / 4 + 1;
         runCase(r, Case{Coll::AllReduce, precclFloat, kSum, big, false, 0, seed++});
+        if (std::string(m.algo) == "ring") {
+          const uint64_t relayed = lastRelayed(r);
+          r.info(what + ": AllReduce, rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
+          if (r.rank % 2 == 0) r.check(relayed > 0, what + ": the ring's relay forwarded nothing");
+          else r.check(relayed == 0, what + ": rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
+        }
         runCase(r, Case{Coll::AllReduce, precclBfloat16, kSum, 1031, true, 0, seed++});
-        runCase(r, Case{Coll::Broadcast, precclUint8, kCopy, 65537, false, 3, seed++});
-        runCase(r, Case{Coll::Reduce, precclFloat, kAvg, 4099, false, 1, seed++});
-        runCase(r, Case{Coll::AllGather, precclInt32, kCopy, 4099, false, 0, seed++});
-        runCase(r, Case{Coll::ReduceScatter, precclFloat, kSum, 4099, true, 0, seed++});
+        runCase(r, Case{Coll::AllReduce, precclFloat16, kPreMulSum, 70001, false, 0, seed++});
+        for (int root : {0, 1, 3}) {
+          runCase(r, Case{Coll::Broadcast, precclUint8, kCopy, (size_t(2) << 20) + 5, root == 1, root, seed++});
+          runCase(r, Case{Coll::Reduce, precclFloat, kAvg, (size_t(1) << 19) + 7, false, root, seed++});
+        }
+        runCase(r, Case{Coll::AllGather, precclInt32, kCopy, 65537, false, 0, seed++});
+        runCase(r, Case{Coll::ReduceScatter, precclFloat, kSum, 65537, true, 0, seed++});
+        runCase(r, Case{Coll::ReduceScatter, precclInt64, kMax, 1031, false, 0, seed++});
         runCase(r, Case{Coll::Gather, precclFloat64, kCopy, 1031, false, 2, seed++});
         runCase(r, Case{Coll::Scatter, precclUint32, kCopy, 1031, true, 1, seed++});
       }
@@ -113,7 +128,7 @@ TEST_CASE("rail affinity: every collective and AlltoAll through the relay", "[ne
       // forced, every rank relays its bytes on the other rail.
       runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, (size_t(8) << 20) / 4 / kRanks, false, 0, 900});
       const uint64_t relayed = lastRelayed(r);
-      r.info(what + ": rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
+      r.info(what + ": AlltoAll, rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
       if (std::string(m.relay) == "force") r.check(relayed > 0, what + ": nothing relayed");
       if (std::string(m.policy) == "static" && std::string(m.relay) == "auto")
         r.check(relayed == 0, what + ": " + std::to_string(relayed) + " B relayed on equal shares");

@@ -2,9 +2,11 @@
 
 Per host h: E_h = sum of its NICs' egress rates, I_h = sum of their ingress rates (a NIC that is down
 counts 0), B_h = min(E_h, I_h). With H hosts, g ranks per host, n = g*H ranks:
-  AllReduce, AllGather, ReduceScatter, AlltoAll: busbw_limit = min_h B_h * (n-1)/n * H/(H-1)
-  Broadcast (a chain through every host):           busbw_limit = min_h B_h
-(with g = 1 the factor is 1). Shared memory inside a host is taken as free. Another tenant's TCP flows
+  AllReduce, AllGather, ReduceScatter: busbw_limit = min_h B_h * (n-1)/n * H/(H-1)
+  AlltoAll:                            busbw_limit = min_h B_h * (n-1)/n * H/(H-1) / g
+  Broadcast (a chain through every host): busbw_limit = min_h B_h
+(with g = 1 the factor is 1). AlltoAll's bytes to another host are distinct for every rank there, so a
+host's g ranks send g times what one would: nothing is shared through the host's memory. Shared memory inside a host is taken as free. Another tenant's TCP flows
 are not subtracted (they compete under TCP's rules, not for a fixed share); its UDP flows, which take
 their rate whatever the queue does, are: their measured sending rate comes off the sender's egress and
 the receiver's ingress for the flow's life.
@@ -102,7 +104,8 @@ def factor(collective, hosts, ranks_per_host):
     if collective in FACTOR_ONE or hosts < 2:
         return 1.0
     n = hosts * ranks_per_host
-    return (n - 1) / n * hosts / (hosts - 1)
+    f = (n - 1) / n * hosts / (hosts - 1)
+    return f / ranks_per_host if collective == "alltoall" else f
 
 
 def parse_bps(text):

@@ -125,14 +125,16 @@ def read_iters(path, launch_unix):
 
 
 def iter_vts(row):
-    """The VTs of one iter.csv row that carried a share: [{vt, nic, share, vt_bytes, stalls, stall_ns, state}]
-    (state: live, masked or probing, as PRECCL_TRACE names them; live in files from before the column)."""
+    """The VTs of one iter.csv row that carried a share: [{vt, nic, share, vt_bytes, stalls, stall_ns, state,
+    relayed}] (state: live, masked or probing, as PRECCL_TRACE names them; live in files from before the
+    column; relayed: the bytes rank 0 forwarded on the VT for another rank of its host, 0 before the column)."""
     out, v = [], 0
     while f"vt{v}_share" in row:
         if row[f"vt{v}_share"] != "":
             out.append({"vt": v, "nic": int(row[f"vt{v}_nic"]), "share": float(row[f"vt{v}_share"]),
                         "vt_bytes": int(row[f"vt{v}_bytes"]), "stalls": int(row[f"vt{v}_stalls"]),
-                        "stall_ns": int(row[f"vt{v}_stall_ns"]), "state": row.get(f"vt{v}_state") or "live"})
+                        "stall_ns": int(row[f"vt{v}_stall_ns"]), "state": row.get(f"vt{v}_state") or "live",
+                        "relayed": int(row.get(f"vt{v}_relayed") or 0)})
         v += 1
     return out
 

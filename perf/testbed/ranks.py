@@ -2,7 +2,8 @@
 
 - PReCCL (`preccl-<policy>`): ranks_per_host `preccl-perf` processes in every host namespace, joined
   through the environment (PRECCL_RANK / PRECCL_NRANKS / PRECCL_ROOT_ADDR), rank 0 hosting the bootstrap
-  root on its rail-0 address; PRECCL_POLICY=<policy>, and PRECCL_ALGO=<algo> for `preccl-<policy>-<algo>`.
+  root on its rail-0 address; PRECCL_POLICY=<policy>, PRECCL_ALGO=<algo> for `preccl-<policy>-<algo>`, and
+  PRECCL_RELAY=off for `...-norelay` (the same-host relay of rail affinity off).
 - Gloo (`gloo[-<algorithm>]`): `perf-gloo -t <collective> --rank r --size n --store DIR --ifaces
   rail0,rail1,...` in every namespace: one Gloo context per rail (its TCP device binds the rail's
   address), operations round-robin over them.
@@ -40,12 +41,15 @@ def peer_args(sc):
 
 
 def preccl_system(system):
-    """`preccl-<policy>[-tree|-ring]` -> (policy, algo or None)."""
+    """`preccl-<policy>[-tree|-ring][-norelay]` -> (policy, algo or None, whether the relay is off)."""
     rest = system[len("preccl-"):]
+    norelay = rest.endswith("-norelay")
+    if norelay:
+        rest = rest[:-len("-norelay")]
     for algo in ("tree", "ring"):
         if rest.endswith("-" + algo):
-            return rest[:-len(algo) - 1], algo
-    return rest, None
+            return rest[:-len(algo) - 1], algo, norelay
+    return rest, None, norelay
 
 
 def static_reference(system):
@@ -97,6 +101,8 @@ class Ranks:
                         "PRECCL_POLICY": preccl_system(self.system)[0]})
             if preccl_system(self.system)[1]:
                 env["PRECCL_ALGO"] = preccl_system(self.system)[1]
+            if preccl_system(self.system)[2]:
+                env["PRECCL_RELAY"] = "off"
             env.pop("PRECCL_COMM_ID", None)  # preccl-perf derives it from PRECCL_ROOT_ADDR
         return env
 

@@ -17,13 +17,14 @@ MAX_EVENT_AT = 3600.0
 MAX_FLOW_SECONDS = 600.0
 MAX_FLOW_BYTES = 1 << 34
 # Systems a scenario can compare: PReCCL with a policy (PRECCL_POLICY=<name>), optionally with an
-# algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO), and the peers (peers.py).
+# algorithm (`preccl-<policy>-tree` / `-ring`: PRECCL_ALGO) and without the relay (`-norelay`:
+# PRECCL_RELAY=off), and the peers (peers.py).
 DEFAULT_SYSTEMS = ("preccl-static", "openmpi", "gloo")
 TCP_CC_RE = re.compile(r"^[a-z][a-z0-9_]{0,15}$")   # a kernel module's name, or "inherit"
-SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?$")
+SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?(-norelay)?$")
 
 
-SYSTEMS_WANTED = ("preccl-<policy>[-tree|-ring] (e.g. preccl-static), openmpi[-<algorithm>] "
+SYSTEMS_WANTED = ("preccl-<policy>[-tree|-ring][-norelay] (e.g. preccl-static), openmpi[-<algorithm>] "
                   "or gloo[-<allreduce algorithm>][-concurrent], or <peer>-best")
 
 

@@ -29,8 +29,9 @@ def run():
     expect(lim("allreduce", 25) == 125 * M, f"after link_up: {lim('allreduce', 25)}")
     expect(lim("allgather", 35) == 110 * M, f"h0 egress 10+100 after the egress-only change: {lim('allgather', 35)}")
     expect(lim("broadcast", 15) == 100 * M, "broadcast: the chain bound")
-    # g = 2 ranks per host, H = 4: (n-1)/n * H/(H-1) = 7/8 * 4/3
-    expect(abs(lim("alltoall", 0, 2) - 125 * M * 7 / 8 * 4 / 3) < 1, f"alltoall g=2: {lim('alltoall', 0, 2)}")
+    # g = 2 ranks per host, H = 4: (n-1)/n * H/(H-1) = 7/8 * 4/3; AlltoAll's host sends g ranks' bytes: / 2
+    expect(abs(lim("allgather", 0, 2) - 125 * M * 7 / 8 * 4 / 3) < 1, f"allgather g=2: {lim('allgather', 0, 2)}")
+    expect(abs(lim("alltoall", 0, 2) - 125 * M * 7 / 8 * 4 / 3 / 2) < 1, f"alltoall g=2: {lim('alltoall', 0, 2)}")
     expect(capacity.factor("broadcast", 4, 2) == 1.0, "broadcast factor 1")
     mean = rt.mean_limit_bps("allreduce", 1, 5, 15)  # half at 125, half at 100
     expect(abs(mean - 112.5 * M) < 1, f"time-weighted mean over a link_down: {mean}")

@@ -35,6 +35,13 @@ const char* collName(Coll c) {
 
 Conn* connTo(precclComm* comm, int peer, int vt) { return comm->conns.at(peer, vt); }
 
+Conn* railEdge(precclComm* comm, int from, int to, int vt) {
+  const Topology& t = comm->topo;
+  const int relay = t.relayFor(from, vt);
+  if (relay == from || t.sameHost(from, to)) return connTo(comm, from == comm->rank ? to : from, vt);
+  return from == comm->rank ? comm->conns.relay(relay, vt, to) : comm->conns.relay(relay, vt, from);
+}
+
 bool useTree(precclComm* comm, const CctArgs& a) {
   if (comm->cfg.algo == Algo::Tree) return true;
   if (comm->cfg.algo == Algo::Ring) return false;
@@ -113,6 +120,12 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const Vt
 // on VTs with one the older cargo stops riding at the cut, so it would not be complete either. Every rank
 // gets the same answer (the planners decide from the allocation).
 static void settleCuts(precclComm* comm, CctPlan& plan) {
+  if (plan.cutsRule >= 0) {
+    plan.cuts = comm->nranks > 1 && plan.cutsRule == 1;
+    if (!plan.cuts)
+      for (Task& t : plan.tasks) t.cutStep = Task::kNoCut;
+    return;
+  }
   std::vector<char> cut(comm->nVTs, 0);
   for (int v = 0; v < comm->nVTs; v++) cut[v] = !liveVt(comm, v);  // a masked VT carries no records
   for (const Task& t : plan.tasks)

@@ -44,6 +44,10 @@ inline size_t chunkOffset(size_t count, int n, int i) {
 inline size_t chunkCount(size_t count, int n, int i) { return count / n + (static_cast<size_t>(i) < count % n ? 1 : 0); }
 
 Conn* connTo(precclComm* comm, int peer, int vt);
+// The edge that carries `from`'s bytes for `to` on VT vt, seen from this rank (one of the two ends):
+// direct, or under rail affinity (Topology::rail) `from`'s relay on that VT when `to` is on another host
+// (a relay edge naming the far end: docs/architecture.md, "Rank-NIC affinity and the relay").
+Conn* railEdge(precclComm* comm, int from, int to, int vt);
 
 // The pipeline's piece: the bytes a Step moves per slot. A slot is forwarded only once it is received
 // whole, so every call starts and ends with a few piece-times in which not every link is busy. The piece

@@ -70,12 +70,10 @@ void shareCut(CctPlan* plan, size_t slotBytes, size_t esz) {
   plan->sharedCutsLeft[size_t(t.vt)]++;
 }
 
-}  // namespace
-
 // Each sender's split of its blocks over the VTs: the allocation itself, or under rail affinity the
 // sender's share of its host's (policy/rail_split.h), computed alike on every rank.
 struct SenderSplits {
-  SenderSplits(precclComm* comm, const Allocation& al, size_t count, size_t esz) : comm(comm) {
+  SenderSplits(precclComm* comm, const Allocation& al, size_t count, size_t esz) {
     const Topology& t = comm->topo;
     if (!t.rail) return;
     const size_t grain = std::max<size_t>(1, AllocRequest{}.grainBytes / esz);
@@ -93,18 +91,10 @@ struct SenderSplits {
     auto it = of.find(rank);
     return it == of.end() ? al : it->second;
   }
-  precclComm* comm;
   std::map<int, Allocation> of;
 };
 
-// The edge that carries `from`'s bytes for `to` on VT v out of `from`'s host and into `to`'s, seen from
-// this rank (one of the two ends): direct, or `from`'s relay on that VT (a relay edge naming the far end).
-Conn* p2pEdge(precclComm* comm, int from, int to, int v) {
-  const Topology& t = comm->topo;
-  const int relay = t.relayFor(from, v);
-  if (relay == from || t.sameHost(from, to)) return connTo(comm, from == comm->rank ? to : from, v);
-  return from == comm->rank ? comm->conns.relay(relay, v, to) : comm->conns.relay(relay, v, from);
-}
+}  // namespace
 
 // Every rank sends its part of every block straight to its owner, so one hop brings each rank's record to
 // every other. A VT's tasks, sends and receives, share one cut before their last piece, and every peer
@@ -115,7 +105,7 @@ Conn* p2pEdge(precclComm* comm, int from, int to, int v) {
 // Under rail affinity a part on a VT whose NIC its sender does not own goes through the VT's relay on the
 // sender's host: a send into shared memory, a forward there (the relay's own task, with its own FIFOs,
 // so it never waits on the relay's own traffic), a receive from the relay's socket. The record still
-// arrives in the same call: the relay's forwarded slots carry its running maxima, its sender's included.
+// arrives in the same call: the relay passes its sender's slots on with their telemetry as they came.
 void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
   const size_t esz = dtypeSize(a.dtype);
   const char* in = static_cast<const char*>(a.sendbuff);
@@ -125,6 +115,18 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
   const SenderSplits split(comm, al, a.count, esz);
   const Allocation& mine = split(me, al);
   plan->sharedCutsLeft.assign(al.vt.size(), 0);
+  plan->sharedCutSnapshot.assign(al.vt.size(), 0);
+  // Cuts when every live VT has a sender whose part is more than a piece: decided alike everywhere from
+  // the splits, since a rank's own tasks may all be single pieces where another's are not (rail).
+  plan->cutsRule = 1;
+  const size_t piece = pieceBytes(comm->slotBytes, esz, 0);
+  for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
+    if (!isLive(comm->liveMask, v)) continue;
+    bool any = false;
+    for (int s = 0; s < comm->nranks && !any; s++) any = split(s, al).vt[v].count * esz > piece;
+    if (!any) plan->cutsRule = 0;
+    plan->sharedCutSnapshot[v] = mine.vt[v].count * esz > piece;
+  }
   auto block = [&](int q, const Allocation& s, int v) { return static_cast<size_t>(q) * a.count * esz + s.vt[v].offset * esz; };
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     for (int q = 0; q < comm->nranks; q++) {
@@ -134,12 +136,12 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
         continue;
       }
       if (b) {
-        addTask(plan, v, sendStep(p2pEdge(comm, me, q, v), in + block(q, mine, v), b));
+        addTask(plan, v, sendStep(railEdge(comm, me, q, v), in + block(q, mine, v), b));
         shareCut(plan, comm->slotBytes, esz);
       }
       const Allocation& theirs = split(q, al);
       if (const size_t rb = theirs.vt[v].count * esz) {
-        addTask(plan, v, recvStep(p2pEdge(comm, q, me, v), out + block(q, theirs, v), rb));
+        addTask(plan, v, recvStep(railEdge(comm, q, me, v), out + block(q, theirs, v), rb));
         shareCut(plan, comm->slotBytes, esz);
       }
     }
@@ -155,7 +157,7 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
         s.recv[s.nrecv++] = comm->conns.relay(x, v, y);
         s.send[s.nsend++] = comm->conns.relay(y, v, x);
         s.bytes = b;
-        s.relayed = true;
+        s.relayed = s.relayIsSend = true;
         addTask(plan, v, s);
         shareCut(plan, comm->slotBytes, esz);
       }

@@ -8,13 +8,20 @@ namespace preccl {
 
 namespace {
 
+// Whose plan a RingCtx builds: this rank's, or (a relay's view, Topology::rail) a local rank's, to copy
+// the sends it makes to its ring successor on another host through this rank. A view's edges are these
+// markers: only which steps send to `next` matters.
+Conn kViewNext, kViewPrev;
+
 struct RingCtx {
   precclComm* comm;
   const CctArgs& a;
   size_t esz;
   int n, p;
-  Conn* next(int vt) const { return connTo(comm, comm->topo.ringNext(comm->rank), vt); }
-  Conn* prev(int vt) const { return connTo(comm, comm->topo.ringPrev(comm->rank), vt); }
+  int rank;
+  bool view;
+  Conn* next(int vt) const { return view ? &kViewNext : railEdge(comm, rank, comm->topo.ringNext(rank), vt); }
+  Conn* prev(int vt) const { return view ? &kViewPrev : railEdge(comm, comm->topo.ringPrev(rank), rank, vt); }
   const char* in(size_t elem) const { return static_cast<const char*>(a.sendbuff) + elem * esz; }
   char* out(size_t elem) const { return static_cast<char*>(a.recvbuff) + elem * esz; }
 };
@@ -31,8 +38,10 @@ Step step(Conn* recv, Conn* send, const char* src, char* dst, size_t bytes, bool
   return s;
 }
 
-RingCtx ctx(precclComm* comm, const CctArgs& a) {
-  return RingCtx{comm, a, dtypeSize(a.dtype), comm->nranks, comm->topo.posOf[comm->rank]};
+RingCtx ctx(precclComm* comm, const CctArgs& a, int rank = -1) {
+  const bool view = rank >= 0 && rank != comm->rank;
+  if (rank < 0) rank = comm->rank;
+  return RingCtx{comm, a, dtypeSize(a.dtype), comm->nranks, comm->topo.posOf[rank], rank, view};
 }
 
 // The telemetry tail of a chain, for the rank at chain position d (0 = first, n-1 = last): the last rank
@@ -50,6 +59,45 @@ void appendChainTail(const RingCtx& r, int d, Task* t) {
   t->steps.push_back(s);
 }
 
+using RingPlanner = void (*)(const RingCtx& r, const Allocation& al, CctPlan* plan);
+
+// Under rail affinity the exit of a host (the rank whose ring successor is on another host) sends a VT
+// whose NIC it does not own through the VT's relay, and the relay forwards it: the exit's sends to its
+// successor, slot by slot, as the exit's own plan of the same call has them. The forward passes their
+// telemetry on as it came and does not count as the relay's sends (the exit counted them).
+void addRelayForwards(precclComm* comm, const CctArgs& a, const Allocation& al, RingPlanner fn, CctPlan* plan) {
+  const Topology& t = comm->topo;
+  if (!t.rail || comm->nranks == 1) return;
+  for (int x : t.hostRanks[t.hostOf[comm->rank]]) {
+    const int y = t.ringNext(x);
+    if (x == comm->rank || t.sameHost(x, y)) continue;
+    CctPlan view;
+    fn(ctx(comm, a, x), al, &view);
+    for (const Task& xt : view.tasks) {
+      if (t.relayFor(x, xt.vt) != comm->rank) continue;
+      Task f;
+      f.vt = xt.vt;
+      f.pieceBytes = xt.pieceBytes;
+      for (const Step& xs : xt.steps) {
+        if (std::find(xs.send, xs.send + xs.nsend, &kViewNext) == xs.send + xs.nsend) continue;
+        Step s;
+        s.recv[s.nrecv++] = comm->conns.relay(x, xt.vt, y);
+        s.send[s.nsend++] = comm->conns.relay(y, xt.vt, x);
+        s.bytes = xs.bytes;
+        s.headerOnly = xs.headerOnly;
+        s.relayed = true;
+        f.steps.push_back(s);
+      }
+      if (!f.steps.empty()) plan->tasks.push_back(std::move(f));
+    }
+  }
+}
+
+void planRing(precclComm* comm, const CctArgs& a, const Allocation& al, RingPlanner fn, CctPlan* plan) {
+  fn(ctx(comm, a), al, plan);
+  addRelayForwards(comm, a, al, fn, plan);
+}
+
 }  // namespace
 
 // Ring steps move at most one piece each: a round covers one piece of every chunk and runs all the
@@ -60,8 +108,8 @@ static size_t roundElems(precclComm* comm, Task& t, size_t esz, size_t capBytes)
   return t.pieceBytes / esz;
 }
 
-void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
-  RingCtx r = ctx(comm, a);
+static void ringAllReduce(const RingCtx& r, const Allocation& al, CctPlan* plan) {
+  precclComm* comm = r.comm;
   const int n = r.n, p = r.p;
   // Chunks are the call's blocks (plan.h ringBlockElems), not parts of the VT's range: an element's sum
   // starts at the same rank whichever VT carries it.
@@ -114,8 +162,9 @@ void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al,
   }
 }
 
-void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
-  RingCtx r = ctx(comm, a);
+static void ringReduceScatter(const RingCtx& r, const Allocation& al, CctPlan* plan) {
+  precclComm* comm = r.comm;
+  const CctArgs& a = r.a;
   const int n = r.n, p = r.p;
   const auto& order = comm->topo.order;
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
@@ -142,8 +191,9 @@ void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation&
   }
 }
 
-void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
-  RingCtx r = ctx(comm, a);
+static void ringAllGather(const RingCtx& r, const Allocation& al, CctPlan* plan) {
+  precclComm* comm = r.comm;
+  const CctArgs& a = r.a;
   const int n = r.n, p = r.p;
   const auto& order = comm->topo.order;
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
@@ -168,8 +218,9 @@ void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al,
   }
 }
 
-void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
-  RingCtx r = ctx(comm, a);
+static void ringBroadcast(const RingCtx& r, const Allocation& al, CctPlan* plan) {
+  precclComm* comm = r.comm;
+  const CctArgs& a = r.a;
   const int n = r.n;
   const int d = (r.p - comm->topo.posOf[a.root] + n) % n;  // distance from the root along the chain
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
@@ -185,8 +236,9 @@ void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al,
   }
 }
 
-void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
-  RingCtx r = ctx(comm, a);
+static void ringReduce(const RingCtx& r, const Allocation& al, CctPlan* plan) {
+  precclComm* comm = r.comm;
+  const CctArgs& a = r.a;
   const int n = r.n;
   // The chain starts right after the root and ends at it.
   const int d = (r.p - comm->topo.posOf[a.root] - 1 + 2 * n) % n;
@@ -201,6 +253,26 @@ void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, Cc
     appendChainTail(r, d, &t);
     plan->tasks.push_back(std::move(t));
   }
+}
+
+void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  planRing(comm, a, al, ringAllReduce, plan);
+}
+
+void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  planRing(comm, a, al, ringReduceScatter, plan);
+}
+
+void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  planRing(comm, a, al, ringAllGather, plan);
+}
+
+void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  planRing(comm, a, al, ringBroadcast, plan);
+}
+
+void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan) {
+  planRing(comm, a, al, ringReduce, plan);
 }
 
 }  // namespace preccl

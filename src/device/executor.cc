@@ -103,7 +103,7 @@ struct Exec {
     uint32_t& left = plan.sharedCutsLeft[t.vt];
     if (!t.cutArrived) {
       t.cutArrived = true;
-      if (--left == 0) snapshot(t.vt, stats);
+      if (--left == 0 && plan.sharedCutSnapshot[t.vt]) snapshot(t.vt, stats);
     }
     if (left != 0) return false;
     t.cutTaken = true;
@@ -173,6 +173,8 @@ struct Exec {
         t.stalled = false;
       }
       const void* ins[2];
+      uint64_t passEpoch = CctPlan::kNoTele;  // a relay's forward: the telemetry its slot came with
+      VtRecord passTele{};
       for (int i = 0; i < s.nrecv; i++) {
         Conn* c = s.recv[i];
         const SlotHdr& h = c->recv.hdr();
@@ -187,6 +189,8 @@ struct Exec {
           return Adv::Error;
         }
         ins[i] = c->recv.slot();
+        passEpoch = h.teleEpoch;
+        passTele = h.tele;
         if (h.teleEpoch == plan.epoch) maxInto(plan.now[t.vt], h.tele);
         else if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }
@@ -217,7 +221,10 @@ struct Exec {
         h.kind = kSlotData;
         h.bytes = static_cast<uint32_t>(piece);
         h.digest = plan.digest;
-        if (t.cutTaken) {
+        if (s.relayed) {
+          h.teleEpoch = passEpoch;
+          h.tele = passTele;
+        } else if (t.cutTaken) {
           h.teleEpoch = plan.epoch;
           h.tele = plan.now[t.vt];
         } else {
@@ -227,7 +234,7 @@ struct Exec {
         c->send.publish();
       }
       for (int i = 0; i < s.nrecv; i++) s.recv[i]->recv.release();
-      stats.lastBytes += piece * s.nsend;
+      if (!s.relayed || s.relayIsSend) stats.lastBytes += piece * s.nsend;
       if (s.relayed) stats.lastRelayed += piece;
       moved = true;
       t.off += piece;

@@ -30,8 +30,10 @@ struct Step {
   // A header-only slot (bytes == 0): carries the telemetry cargo and nothing else. Chains use it to
   // send the last rank's records around the ring (see docs/telemetry.md).
   bool headerOnly = false;
-  // A relay's forward (Topology::rail): another rank's bytes, counted apart (VtCounters::lastRelayed).
-  bool relayed = false;
+  // A relay's forward (Topology::rail): another rank's slots, passed on with the telemetry they came with
+  // and counted in VtCounters::lastRelayed; with `relayIsSend` also as this rank's sends (AlltoAll, where a
+  // VT's owner sends its host's whole part of the VT; a ring's forward is its exit rank's send).
+  bool relayed = false, relayIsSend = false;
   // Strided steps (the ring AllReduce's chunks, core/plan.h): byte x of the step lies in src/dst at
   // memOffset(x): the first headBytes contiguous, then blocks of blockBytes every strideBytes.
   // blockBytes == 0: contiguous.
@@ -97,8 +99,15 @@ struct CctPlan {
   // snapshot and of every one heard. `cuts`: every VT's task has a cut, so they reach every rank.
   std::vector<VtRecord> now;
   bool cuts = false;
-  // Per VT: the tasks with a shared cut (Task::cutShared) that have not reached it yet.
+  // Per VT: the tasks with a shared cut (Task::cutShared) that have not reached it yet, and whether the
+  // last of them takes this rank's snapshot: only where this rank's own sends carry it on from there
+  // (a rank whose sends on the VT are a single piece, or none, sends no record, so it keeps none).
   std::vector<uint32_t> sharedCutsLeft;
+  std::vector<char> sharedCutSnapshot;
+  // Whether the CCT has cuts, decided by the planner from values every rank holds (-1: from the tasks'
+  // cuts, all or nothing per rank; core/enqueue.cc settleCuts). Where ranks' tasks differ in size (rail
+  // affinity), one rank may have a cut on a VT where another has none: every rank must still agree.
+  int cutsRule = -1;
   // Filled by the executor: per VT, ns from the start of execution until its last task finished.
   std::vector<uint64_t> vtDoneNs;
   static constexpr uint64_t kNoTele = ~0ull;
