@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdio>
@@ -297,6 +298,25 @@ void reportToCatch(const std::string& title, const GroupResult& g,
   std::printf("  %-60s %6.1f s%s\n", title.c_str(), g.seconds, g.failures.empty() && !g.timedOut ? "" : "  FAILED");
   for (const auto& m : g.infos) std::printf("    %s\n", m.c_str());
   std::fflush(stdout);
+}
+
+double nicShare(Rank& r, int nic) {
+  precclVtStats_t st[64];
+  int nvt = 64;
+  double share = 0;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+    for (int v = 0; v < std::min(nvt, 64); ++v)
+      if (st[v].nic == nic) share += st[v].share;
+  return share;
+}
+
+uint64_t lastRelayedBytes(Rank& r) {
+  precclVtStats_t st[64];
+  int nvt = 64;
+  uint64_t n = 0;
+  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+    for (int v = 0; v < std::min(nvt, 64); ++v) n += st[v].lastRelayedBytes;
+  return n;
 }
 
 }  // namespace ptest

@@ -109,6 +109,11 @@ int64_t nowNs();
 
 // The message of the last error, never null (for failure messages).
 std::string lastError(precclComm_t comm);
+
+// From precclCommGetVtStats after the last call (failures reported through the rank): the share of its
+// allocation on the VTs of NIC `nic`, and the bytes this rank forwarded for another rank (every VT).
+double nicShare(Rank& r, int nic);
+uint64_t lastRelayedBytes(Rank& r);
 std::string resultName(precclResult_t r);
 
 }  // namespace ptest

@@ -83,7 +83,8 @@ bool settle(std::vector<std::unique_ptr<Agreement>>& ag, uint32_t seed) {
 }  // namespace
 
 TEST_CASE("a path is dead only when nothing is acknowledged for the detection time while bytes wait", "[agreement]") {
-  CHECK(pathDead({5, 1, 600, 0, 0}, 500));
+  CHECK(pathDead({5, 2, 600, 0, 0}, 500));
+  CHECK_FALSE(pathDead({5, 1, 600, 0, 0}, 500));    // one timeout: a crowded slow link can drop a retransmission
   CHECK_FALSE(pathDead({0, 3, 5000, 0, 0}, 500));  // nothing outstanding or queued: an idle connection
   CHECK_FALSE(pathDead({5, 0, 5000, 0, 0}, 500));  // the first segment after an idle spell, not yet timed out
   CHECK_FALSE(pathDead({5, 2, 499, 0, 0}, 500));   // acknowledgements still arrive: congestion
@@ -154,6 +155,42 @@ TEST_CASE("a dead path found after committing makes a running rank abort", "[agr
         CHECK(ag[r]->agreedVts() == 0x2);  // rank 0's report, when it joined
       }
     }
+}
+
+// A path dies after a rank's last commit notice left it: the rank returned and runs the next CCT, while its
+// peer still commits and waits for that notice. The peer finds the path dead and sends its notice (naming
+// the dead VTs) on every edge; the rank that moved on answers with the final notice of the attempt it
+// committed (ExecCtx::lastCommit), on the edge the peer's notice came by.
+TEST_CASE("a rank that committed answers a peer whose last notice from it was lost", "[agreement]") {
+  for (bool remember : {true, false}) {
+    Ring ring(2);
+    Agreement a0(0, 2, 7, 0, ring.edges(0), 1, false), a1(1, 2, 7, 0, ring.edges(1), 1, false);
+    a0.finish(0);
+    a0.pump();  // rank 0's set {0}, on its narrow edge only
+    a1.finish(0x4);
+    for (int i = 0; i < 3 && !a1.ended(); i++) a1.pump();
+    REQUIRE(a1.phase() == Agreement::Phase::Committed);
+    // Rank 1's last notice, on its narrow edge to rank 0, is lost with the path.
+    Conn* lostOn = ring.e[0][1].get();
+    REQUIRE(lostOn->recv.ready());
+    lostOn->recv.release();
+    // Rank 1 runs epoch 8; rank 0 finds the path dead and widens.
+    const CommitRecord last = a1.record();
+    Agreement next(1, 2, 8, 0, ring.edges(1), 1, false, 0, remember ? &last : nullptr);
+    a0.setSuspects(0x1);
+    a0.widen();
+    for (int i = 0; i < 20 && !a0.ended(); i++) {
+      a0.pump();
+      next.pump();
+    }
+    INFO((remember ? "with the record" : "without it"));
+    if (remember) {
+      CHECK(a0.phase() == Agreement::Phase::Committed);
+      CHECK(a0.agreedVts() == 0x4);  // rank 1's report, from its final notice
+    } else {
+      CHECK(a0.phase() == Agreement::Phase::Committing);  // what happened before: waiting until the timeout
+    }
+  }
 }
 
 TEST_CASE("notices of ended attempts and probes are dropped, older data only after an abort", "[agreement]") {

@@ -156,15 +156,6 @@ TEST_CASE("mixed shm + sockets: 2 namespaces x 2 ranks x 2 NICs", "[netns]") {
 // the VTs on rail1 end up with a small share of the bytes; with `static` they keep half. Every result is
 // checked and PRECCL_CHECK_ALLOC=1 makes any disagreement between the ranks' allocations fail the run.
 namespace {
-double railShare(Rank& r, int rail) {
-  precclVtStats_t st[64];
-  int nvt = 64;
-  double share = 0;
-  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
-    for (int v = 0; v < std::min(nvt, 64); ++v)
-      if (st[v].nic == rail) share += st[v].share;
-  return share;
-}
 
 // Broadcasts and/or Reduces (both roots, in-place and not) on a fresh communicator, with nothing else to
 // learn from: their own telemetry tail must move their size classes off the shaped rail1.
@@ -174,7 +165,7 @@ void learnFromOwnTail(Rank& r, const std::string& what, const std::vector<Coll>&
     const Coll c = colls[size_t(i) % colls.size()];
     runCase(r, Case{c, precclInt32, kSum, count, i % 4 >= 2, (i / 2) % 2, uint32_t(400 + i)});
     if (i < 8) continue;
-    const double slow = railShare(r, 1);
+    const double slow = nicShare(r, 1);
     r.info(what + (c == Coll::Broadcast ? " Broadcast" : " Reduce") + ": share on rail1 " + std::to_string(slow));
     r.check(slow < 0.25, "preccl " + what + ": rail1 still carries " + std::to_string(slow) + " of the bytes");
   }
@@ -205,7 +196,7 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
       // communicator, with no AllReduce to learn from, they move their own size classes off rail1.
       if (pol == "preccl") learnFromOwnTail(r, "chain", {Coll::Broadcast, Coll::Reduce});
       for (int i = 0; i < 8; ++i) runCase(r, Case{Coll::AllReduce, precclFloat, kSum, count, i % 2 == 1, 0, uint32_t(300 + i)});
-      const double slow = railShare(r, 1), fast = railShare(r, 0);
+      const double slow = nicShare(r, 1), fast = nicShare(r, 0);
       r.info(pol + ": share on the shaped rail1 " + std::to_string(slow) + ", on rail0 " + std::to_string(fast));
       if (pol == "static") r.check(slow > 0.45 && slow < 0.55, "static: rail1 share " + std::to_string(slow) + " is not 1/2");
       else r.check(slow < 0.25, "preccl: rail1 (40 Mbit/s) still carries " + std::to_string(slow) + " of the bytes");
@@ -223,7 +214,7 @@ TEST_CASE("a slow NIC loses bytes to the fast one (preccl policy)", "[netns]") {
     const size_t count = (size_t(2) << 20) / 4 / size_t(r.nranks);
     for (int i = 0; i < 10; ++i)
       runCase(r, Case{Coll::AlltoAll, precclFloat, kSum, count, i % 2 == 1, 0, uint32_t(500 + i)});
-    const double slow = railShare(r, 1);
+    const double slow = nicShare(r, 1);
     r.info("AlltoAll: share on rail1 " + std::to_string(slow));
     r.check(slow < 0.25, "preccl AlltoAll: rail1 still carries " + std::to_string(slow) + " of the bytes");
     // A grouped Send/Recv of the same per-peer size (PyTorch's all_to_all_single with splits) takes

@@ -3,9 +3,13 @@
 // (shared memory, then that rank's NIC) when the split puts any there, and a ring's exit rank sends its
 // VTs on the other rail the same way. Every result is checked, with the allocation digest on; tree
 // collectives keep working under the affinity.
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness.h"
@@ -25,27 +29,6 @@ GroupOptions railOptions(const NetnsBed& bed, const char* policy, const char* re
   opt.timeoutSec = 240;
   opt.beforeInit = [&bed](int rank) { enterNs(bed.ns(rank / kRanksPerHost)); };
   return opt;
-}
-
-// This rank's forwarded bytes in the last call, over every VT.
-uint64_t lastRelayed(Rank& r) {
-  precclVtStats_t st[64];
-  int nvt = 64;
-  uint64_t n = 0;
-  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
-    for (int v = 0; v < std::min(nvt, 64); ++v) n += st[v].lastRelayedBytes;
-  return n;
-}
-
-// The share of the last call's allocation on the VTs of `rail`.
-double railShare(Rank& r, int rail) {
-  precclVtStats_t st[64];
-  int nvt = 64;
-  double share = 0;
-  if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
-    for (int v = 0; v < std::min(nvt, 64); ++v)
-      if (st[v].nic == rail) share += st[v].share;
-  return share;
 }
 
 // PyTorch's all_to_all_single with uneven splits: a grouped Send/Recv to and from every rank, counts
@@ -106,7 +89,7 @@ TEST_CASE("rail affinity: every collective and AlltoAll through the relay", "[ne
         const size_t big = (size_t(4) << 20) / 4 + 1;
         runCase(r, Case{Coll::AllReduce, precclFloat, kSum, big, false, 0, seed++});
         if (std::string(m.algo) == "ring") {
-          const uint64_t relayed = lastRelayed(r);
+          const uint64_t relayed = lastRelayedBytes(r);
           r.info(what + ": AllReduce, rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
           if (r.rank % 2 == 0) r.check(relayed > 0, what + ": the ring's relay forwarded nothing");
           else r.check(relayed == 0, what + ": rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
@@ -127,7 +110,7 @@ TEST_CASE("rail affinity: every collective and AlltoAll through the relay", "[ne
       // A large AlltoAll: the static split is the owners' own (nothing relayed, the rule's balanced case);
       // forced, every rank relays its bytes on the other rail.
       runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, (size_t(8) << 20) / 4 / kRanks, false, 0, 900});
-      const uint64_t relayed = lastRelayed(r);
+      const uint64_t relayed = lastRelayedBytes(r);
       r.info(what + ": AlltoAll, rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayed) + " B");
       if (std::string(m.relay) == "force") r.check(relayed > 0, what + ": nothing relayed");
       if (std::string(m.policy) == "static" && std::string(m.relay) == "auto")
@@ -149,8 +132,8 @@ TEST_CASE("rail affinity: a slow NIC's bytes go through the other rank's NIC", "
   GroupResult g = runGroup(kRanks, railOptions(*bed, "preccl", "auto"), [&](Rank& r) {
     const size_t count = (size_t(4) << 20) / 4 / kRanks;
     for (int i = 0; i < 10; ++i) runCase(r, Case{Coll::AlltoAll, precclFloat, kCopy, count, i % 2 == 1, 0, uint32_t(800 + i)});
-    const double slow = railShare(r, 1);
-    const uint64_t relayed = lastRelayed(r);
+    const double slow = nicShare(r, 1);
+    const uint64_t relayed = lastRelayedBytes(r);
     r.info("slow NIC: rail1 share " + std::to_string(slow) + ", rank " + std::to_string(r.rank) + " relayed " +
            std::to_string(relayed) + " B");
     r.check(slow < 0.25, "rail1 (40 Mbit/s) still carries " + std::to_string(slow) + " of the host split");
@@ -158,5 +141,66 @@ TEST_CASE("rail affinity: a slow NIC's bytes go through the other rank's NIC", "
     if (r.rank == 0) r.check(relayed > 0, "rank 0 relayed nothing for rank 1");
   });
   reportToCatch("rail affinity, slow NIC", g);
+  CHECK(bed->teardown());
+}
+
+// Host 0's rail0 dies while AlltoAll and ring AllReduce calls run, and comes back, four times, each time a
+// little later into a call (some deaths land in the commit, after a rank's last notices left it). Rank 0
+// owns only that NIC: once its VTs are masked, all its AlltoAll bytes go through rank 1, and the calls go
+// on with every result checked; after the link returns the VTs rejoin.
+TEST_CASE("rail affinity: a dead NIC's owner sends through the other rank", "[netns]") {
+  auto bed = testBed(kHosts, kRails);
+  if (!bed) return;
+  std::string log;
+  bool shaped = true;
+  for (int h = 0; h < kHosts; h++)
+    for (int rail = 0; rail < kRails; rail++) shaped = bed->shape(h, rail, "200mbit", &log) && shaped;
+  INFO("tc: " << log);
+  REQUIRE(shaped);
+  constexpr int kCycles = 4, kCycleCalls = 12, kDownAt = 4, kUpAt = 9, kCalls = kCycles * kCycleCalls + 4, kIter = 0;
+  GroupOptions opt = railOptions(*bed, "preccl", "auto");
+  opt.env.push_back({"PRECCL_ALGO", "ring"});
+  opt.env.push_back({"PRECCL_TIMEOUT", "20"});
+  bool linksOk = true;
+  std::string linkLog;
+  opt.parentDuringRun = [&](Shared* s) {
+    for (int c = 0; c < kCycles; c++)
+      for (auto [at, up] : {std::pair<int, bool>{kDownAt, false}, {kUpAt, true}}) {
+        const double end = nowSeconds() + 120;
+        while (__atomic_load_n(&s->stamp[kIter], __ATOMIC_ACQUIRE) < c * kCycleCalls + at && nowSeconds() < end)
+          usleep(1000);
+        usleep(useconds_t(up ? 0 : 5000 + 15000 * c));  // into the call
+        linksOk = bed->setLink(0, 0, up, &linkLog) && linksOk;
+      }
+  };
+  GroupResult g = runGroup(kRanks, opt, [&](Rank& r) {
+    uint64_t relayedWhileDown = 0;
+    for (int i = 0; i < kCalls; i++) {
+      if (r.rank == 0) __atomic_store_n(&r.shared->stamp[kIter], i, __ATOMIC_RELEASE);
+      const Case c = i % 2 ? Case{Coll::AllReduce, precclFloat, kSum, (size_t(4) << 20) / 4 + 3, i % 4 == 1, 0, uint32_t(1000 + i)}
+                           : Case{Coll::AlltoAll, precclFloat, kCopy, (size_t(4) << 20) / 4 / kRanks + 1, i % 4 == 2, 0,
+                                  uint32_t(1000 + i)};
+      if (!runCase(r, c)) return;
+      const int inCycle = i % kCycleCalls;
+      if (c.coll == Coll::AlltoAll && inCycle > kDownAt + 2 && inCycle < kUpAt) relayedWhileDown += lastRelayedBytes(r);
+    }
+    precclVtStats_t st[64];
+    int nvt = 64;
+    bool masked = false, allLive = true;
+    if (r.ok(precclCommGetVtStats(r.comm, st, &nvt), "CommGetVtStats"))
+      for (int v = 0; v < std::min(nvt, 64); ++v) {
+        masked |= st[v].nic == 0 && st[v].stateEpoch > 0;
+        allLive &= st[v].state != precclVtMasked;
+      }
+    r.info("dead NIC: rank " + std::to_string(r.rank) + " relayed " + std::to_string(relayedWhileDown) +
+           " B while it was down");
+    r.check(masked, "no VT of rail0 was masked");
+    r.check(allLive, "a VT is still masked after the link came back");
+    // Rank 1 owns rail1 on host 0: while rail0 was masked it carried rank 0's bytes.
+    if (r.rank == 1) r.check(relayedWhileDown > 0, "rank 1 relayed nothing for rank 0 while rail0 was down");
+  });
+  INFO("ip link: " << linkLog);
+  CHECK(linksOk);
+  reportToCatch("rail affinity, dead NIC", g);
   CHECK(bed->teardown());
 }

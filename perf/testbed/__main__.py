@@ -2,6 +2,7 @@
 
   python3 perf/testbed up | down | run | report | check-scenario ...   the bed (bed_commands)
   python3 perf/testbed nic-use OUT_DIR ...                           every call's NIC use per NIC
+  python3 perf/testbed bytes-where OUT_DIR ...                       what each NIC sent, what was relayed
   python3 perf/testbed stability OUT_DIR ...                         PReCCL's shares and reactions
   python3 perf/testbed results-table LABEL=OUT_DIR ...               several runs, one markdown table
   python3 perf/testbed tcp-flows sample | table ...                  per-TCP-flow rates from `ss`
@@ -17,6 +18,7 @@ import sys
 sys.dont_write_bytecode = True  # keep the source tree clean (no __pycache__)
 
 import bed_commands  # noqa: E402
+import bytes_where  # noqa: E402
 import nic_use  # noqa: E402
 import results_table  # noqa: E402
 import selftest  # noqa: E402
@@ -25,7 +27,7 @@ import selftest_parse  # noqa: E402
 import stability  # noqa: E402
 import tcp_flows  # noqa: E402
 
-COMMANDS = (bed_commands, nic_use, stability, results_table, tcp_flows, selftest, selftest_parse,
+COMMANDS = (bed_commands, bytes_where, nic_use, stability, results_table, tcp_flows, selftest, selftest_parse,
             selftest_capacity)
 
 

@@ -4,7 +4,8 @@ outputs, check scenario files (docs/testbed.md, "Commands").
   up --hosts 2 --nics 2 --rate 100mbit [--rate-of h1.nic0=25mbit] [--prefix P]
   down --prefix P [--force]
   run --scenario FILE.toml [--build DIR | --perf BIN] [--mpi BIN] [--gloo BIN]
-      [--collectives a,b] [--systems x,y] [--iters N] [--tcp-cc NAME] [--out DIR] [--prefix P]
+      [--collectives a,b] [--systems x,y] [--iters N] [--tcp-cc NAME] [--ranks-per-host G]
+      [--env NAME=VALUE]... [--out DIR] [--prefix P]
   report OUT_DIR
   check-scenario FILE.toml...
 
@@ -96,6 +97,17 @@ def cmd_run(a):
         if not 1 <= a.iters <= 10000:
             sys.exit(f"testbed: --iters {a.iters}: want 1..10000")
         sc.iters = a.iters
+    if a.ranks_per_host is not None:
+        if not 1 <= a.ranks_per_host <= names.MAX_RANKS_PER_HOST:
+            sys.exit(f"testbed: --ranks-per-host {a.ranks_per_host}: want 1..{names.MAX_RANKS_PER_HOST}")
+        sc.ranks_per_host = a.ranks_per_host
+    for item in a.env or []:  # added to the scenario's [run] env, checked as the file's
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            sys.exit(f"testbed: --env {item!r}: want NAME=VALUE")
+        if name in ("PRECCL_RANK", "PRECCL_NRANKS", "PRECCL_ROOT_ADDR"):
+            sys.exit(f"testbed: --env {name}: is set by the bed")
+        sc.env[name] = value
     _need_root()
     build = a.build or os.environ.get("PRECCL_BUILD") or os.path.join(REPO, "build")
     perf = a.perf or os.path.join(build, "perf", "preccl-perf")
@@ -209,6 +221,9 @@ def add_commands(sub):
     p.add_argument("--systems", help="comma-separated; overrides the scenario's [run] systems")
     p.add_argument("--tcp-cc", metavar="NAME", help="overrides the scenario's [bed] tcp_congestion_control")
     p.add_argument("--iters", type=int, help="overrides the scenario's [run] iters (timed calls per mode and size)")
+    p.add_argument("--ranks-per-host", type=int, help="overrides the scenario's [bed] ranks_per_host")
+    p.add_argument("--env", action="append", metavar="NAME=VALUE",
+                   help="added to the scenario's [run] env (PReCCL's ranks); repeatable")
     p.add_argument("--out", help="output directory (default /tmp/preccl-testbed/<prefix>-<time>)")
     p.add_argument("--prefix")
     p.set_defaults(fn=_bed_command(cmd_run))

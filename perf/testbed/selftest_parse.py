@@ -5,7 +5,9 @@ import os
 import tempfile
 
 import bed_names
+import bytes_where
 import cpu_use
+import leg_files
 import leg_results
 import peers
 import scenario
@@ -153,6 +155,16 @@ def run():
     want = [(1.0, "vt1 masked"), (3.0, "vt1 probing"), (4.0, "vt1 live")]
     if leg_results.vt_state_marks(rows) != want:
         failures.append(f"vt_state_marks = {leg_results.vt_state_marks(rows)}, want {want}")
+    # The relayed bytes column (absent in older files: 0), and bytes-where's part of rank 0's bytes per NIC.
+    relay_row = row(0.0, "live", "live")
+    relay_row.update({"vt0_bytes": "400", "vt0_relayed": "100"})
+    vts = leg_files.iter_vts(relay_row)
+    if [v["relayed"] for v in vts] != [100, 0]:
+        failures.append(f"iter_vts relayed = {[v['relayed'] for v in vts]}, want [100, 0]")
+    leg = {"vt_share": [dict(v, nic=v["vt"]) for v in vts] * 2,
+           "delta_ranks": {"h0.nic0": {"tx_bytes": 300}, "h0.nic1": {"tx_bytes": 100}}}
+    if bytes_where.relayed_fraction(leg) != {0: 0.25, 1: 0.0} or bytes_where.leg_bytes(leg) != {(0, 0): 300, (0, 1): 100}:
+        failures.append(f"bytes_where = {bytes_where.relayed_fraction(leg)}, {bytes_where.leg_bytes(leg)}")
     # Per-flow counters from ss, and the bed's addresses back to hosts and NICs (tcp_flows).
     ss = ("ESTAB 0 0 198.18.1.3:41119 198.18.1.1:50395\n"
           "\t cubic wscale:10,10 rto:204 rtt:7.555/1.2 mss:1448 cwnd:40 bytes_sent:9 bytes_acked:334488"

@@ -96,11 +96,21 @@ static bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range
 // holds a part of every chunk (n-1 hops of cumulative maxima), a ring AllGather/ReduceScatter or a tree AllReduce
 // with any bytes on v (up to the root, whose last slots down hold everything), a Broadcast/Reduce
-// whose telemetry tail ran, an AlltoAll with any bytes on v (every rank sends to every other directly).
+// whose telemetry tail ran, an AlltoAll in which every rank that sent on v in the cargo's epoch sends on
+// v (CctPlan::senders).
 // Every rank computes the same answer from the same allocation, so all agree on whether the epoch's
 // telemetry is complete.
-static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const VtRange& range) {
+static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const VtRange& range, const CctPlan& plan, int v) {
   if (comm->nranks == 1) return true;
+  if (!plan.senders.empty()) {
+    // An AlltoAll: every rank whose record of the cargo's epoch may be other than zero (it sent on v
+    // then) sends on v now, to every rank; a rank that sent nothing holds a zero record, which changes
+    // no maximum.
+    for (int r = 0; r < comm->nranks; r++)
+      if ((comm->pendingSenders.empty() || comm->pendingSenders[size_t(v)][size_t(r)]) && !plan.senders[size_t(v)][size_t(r)])
+        return false;
+    return true;
+  }
   const size_t vtCount = range.count;
   switch (a.coll) {
     case Coll::AllReduce: {
@@ -108,8 +118,7 @@ static bool disseminates(precclComm* comm, const CctArgs& a, bool tree, const Vt
       return ringEveryChunk(range.offset, vtCount, comm->nranks, ringBlockElems(dtypeSize(a.dtype)));
     }
     case Coll::AllGather:
-    case Coll::ReduceScatter:
-    case Coll::AlltoAll: return vtCount > 0;
+    case Coll::ReduceScatter: return vtCount > 0;
     case Coll::Broadcast:
     case Coll::Reduce: return teleTailRuns(a, a.count * dtypeSize(a.dtype), comm->nranks);
     default: return false;
@@ -155,18 +164,25 @@ static void collectTelemetry(precclComm* comm, const CctArgs& a, bool tree, cons
     setLatestTelemetry(comm, plan.epoch, plan.now);
     comm->pendingEpoch = CctPlan::kNoTele;
     comm->pendingRec.clear();
+    comm->pendingSenders.clear();
     return;
   }
   if (plan.teleEpoch != CctPlan::kNoTele) {
     bool complete = true;
-    for (int v = 0; v < comm->nVTs; v++) complete &= !liveVt(comm, v) || disseminates(comm, a, tree, al.vt[v]);
-    if (!complete) {
+    for (int v = 0; v < comm->nVTs; v++) complete &= !liveVt(comm, v) || disseminates(comm, a, tree, al.vt[v], plan, v);
+    if (complete) {
+      setLatestTelemetry(comm, plan.teleEpoch, plan.cargo);
+    } else if (plan.senders.empty()) {
       comm->pendingRec = plan.cargo;  // pendingEpoch stays
+      comm->pendingSenders.clear();   // what every rank heard is in its cargo now
       return;
     }
-    setLatestTelemetry(comm, plan.teleEpoch, plan.cargo);
+    // An AlltoAll whose senders could not carry the older epoch (rail affinity: a rank that sent on a VT
+    // then sends nothing there now) drops it, and its own records ride on the next CCT instead: they
+    // matter as much, and the ranks that would carry the older ones may never send on that VT again.
   }
   comm->pendingEpoch = plan.epoch;
+  comm->pendingSenders = plan.senders;
   comm->pendingRec.assign(comm->nVTs, VtRecord{});
   for (int v = 0; v < comm->nVTs; v++) {
     const VtCounters& c = comm->vtStats[v];
@@ -369,6 +385,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     ctx.dropStale = comm->aborts > 0;
     ctx.liveMask = comm->liveMask;
     ctx.detectMs = comm->cfg.detectMs;
+    ctx.lastCommit = &comm->lastCommit;
     if (agree) {
       ctx.notify = notifyEdges(comm, true);
       ctx.spare = notifyEdges(comm, false);
@@ -382,7 +399,10 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     precclResult_t res = execute(ctx, plan, &fault);
     if (timed) comm->lastExecNs = nowNs() - tExec;
     comm->lastAttempts = attempt + 1;
-    if (res == precclSuccess) break;
+    if (res == precclSuccess) {
+      if (agree) comm->lastCommit = fault.committed;
+      break;
+    }
     if (fault.aborted) {
       PRECCL_CHECK(afterAbort(comm, fault, attempt));
       continue;

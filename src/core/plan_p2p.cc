@@ -120,10 +120,14 @@ void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctP
   // the splits, since a rank's own tasks may all be single pieces where another's are not (rail).
   plan->cutsRule = 1;
   const size_t piece = pieceBytes(comm->slotBytes, esz, 0);
+  plan->senders.assign(al.vt.size(), std::vector<char>(size_t(comm->nranks), 0));
   for (int v = 0; v < static_cast<int>(al.vt.size()); v++) {
     if (!isLive(comm->liveMask, v)) continue;
     bool any = false;
-    for (int s = 0; s < comm->nranks && !any; s++) any = split(s, al).vt[v].count * esz > piece;
+    for (int s = 0; s < comm->nranks; s++) {
+      any |= split(s, al).vt[v].count * esz > piece;
+      plan->senders[size_t(v)][size_t(s)] = split(s, al).vt[v].count > 0;
+    }
     if (!any) plan->cutsRule = 0;
     plan->sharedCutSnapshot[v] = mine.vt[v].count * esz > piece;
   }

@@ -11,7 +11,7 @@
 namespace preccl {
 
 Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-                     bool dropStale, size_t spare)
+                     bool dropStale, size_t spare, const CommitRecord* last)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
@@ -22,7 +22,8 @@ Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std
       firstSpare_(edges_.size() - std::min(spare, edges_.size())),
       active_(std::min(std::max<size_t>(narrow, 1), firstSpare_)),
       dropStale_(dropStale),
-      ranks_((nranks + 63) / 64, 0) {}
+      ranks_((nranks + 63) / 64, 0),
+      last_(last) {}
 
 void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
 
@@ -99,7 +100,7 @@ bool Agreement::readEdge(Conn* c) {
   bool moved = false;
   if (phase_ == Phase::Running) {
     while (r.ready() && droppable(r.hdr(), epoch_, attempt_, dropStale_)) {
-      r.release();
+      dropStale(c);
       moved = true;
     }
     // An abort may wait behind data this rank has not read yet: it decides the attempt, so look for it.
@@ -126,6 +127,9 @@ bool Agreement::readEdge(Conn* c) {
     if (older(h, epoch_, attempt_)) {
       // Old data is not ours to drop unless an abort made it stale: the executor's timeout names it.
       if (!droppable(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
+      dropStale(c);
+      moved = true;
+      continue;
     } else if (!same(h)) {
       break;  // the peer's next attempt or CCT: it ended this one, and its last notice came before
     } else if (h.kind == kSlotAbort) {
@@ -142,27 +146,57 @@ bool Agreement::readEdge(Conn* c) {
   return moved;
 }
 
+// Puts one notice on c's send FIFO; false when it has no room (or the slot is too small, which no slot
+// size the config allows makes happen).
+static bool sendNotice(Conn* c, uint64_t epoch, uint32_t attempt, uint16_t kind, uint64_t vts, uint64_t second,
+                       const std::vector<uint64_t>& ranks) {
+  const uint32_t bytes = static_cast<uint32_t>(kNoticeHead + 8 * ranks.size());
+  if (c->state() != Conn::Live || !c->send.hasRoom() || bytes > c->send.fifo().slotBytes) return false;
+  SlotHdr& h = c->send.hdr();
+  h = SlotHdr{};
+  h.epoch = epoch;
+  h.attempt = attempt;
+  h.kind = kind;
+  h.bytes = bytes;
+  h.teleEpoch = ~0ull;
+  char* body = c->send.slot();
+  memcpy(body, &vts, 8);
+  memcpy(body + 8, &second, 8);
+  memcpy(body + kNoticeHead, ranks.data(), 8 * ranks.size());
+  c->send.publish();
+  return true;
+}
+
+void Agreement::dropStale(Conn* c) {
+  FifoConsumer& r = c->recv;
+  const SlotHdr& h = r.hdr();
+  // Only a notice that names dead paths: its rank found one while committing, so notices to it may have
+  // been lost on it (a flood's late notices with smaller sets are common and harmless).
+  if (last_ && h.kind == kSlotCommit && h.epoch == last_->epoch && h.attempt == last_->attempt &&
+      h.bytes >= kNoticeHead + 8 * last_->ranks.size() && deadIn(h, r.slot()) != 0) {
+    bool whole = true;
+    for (size_t i = 0; i < last_->ranks.size(); i++) {
+      uint64_t v;
+      memcpy(&v, r.slot() + kNoticeHead + 8 * i, 8);
+      whole &= (v | last_->ranks[i]) == v;
+    }
+    // Answered once per notice; a full FIFO leaves it unanswered, and the peer's next notice asks again.
+    if (!whole && sendNotice(c, last_->epoch, last_->attempt, kSlotCommit, last_->vts, last_->dead, last_->ranks))
+      PRECCL_WARN("rank {}: rank {} is still committing epoch {} attempt {}, which this rank committed: sent it the "
+                  "final notice again ({})",
+                  rank_, c->peer, last_->epoch, last_->attempt, c->path);
+  }
+  r.release();
+}
+
 bool Agreement::sendPending() {
   bool moved = false;
   const uint16_t kind = phase_ == Phase::Committing ? kSlotCommit : kSlotAbort;
-  const uint32_t bytes = static_cast<uint32_t>(kNoticeHead + 8 * ranks_.size());
   for (size_t i = 0; i < active_; i++) {
     Conn* c = edges_[i];
-    if (!dirty_[i] || c->state() != Conn::Live || !c->send.hasRoom()) continue;
-    if (bytes > c->send.fifo().slotBytes) continue;  // cannot happen for any slot size the config allows
-    SlotHdr& h = c->send.hdr();
-    h = SlotHdr{};
-    h.epoch = epoch_;
-    h.attempt = attempt_;
-    h.kind = kind;
-    h.bytes = bytes;
-    h.teleEpoch = ~0ull;
-    char* body = c->send.slot();
+    if (!dirty_[i]) continue;
     const uint64_t second = phase_ == Phase::Committing ? dead_ : abortNotReady_;
-    memcpy(body, &vts_, 8);
-    memcpy(body + 8, &second, 8);
-    memcpy(body + kNoticeHead, ranks_.data(), 8 * ranks_.size());
-    c->send.publish();
+    if (!sendNotice(c, epoch_, attempt_, kind, vts_, second, ranks_)) continue;
     dirty_[i] = 0;
     used_[i] = 1;
     moved = true;

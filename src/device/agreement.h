@@ -18,6 +18,17 @@
 
 namespace preccl {
 
+// The last attempt this rank committed, as its final notice had it (the whole set), kept for a peer that
+// is still committing it: that peer's notices from this rank went on a path that died after they left,
+// and this rank has moved on. Agreement::answerStale sends it this notice again on the edge its own
+// notice came by, which is alive.
+struct CommitRecord {
+  uint64_t epoch = ~0ull;
+  uint32_t attempt = 0;
+  uint64_t vts = 0, dead = 0;
+  std::vector<uint64_t> ranks;
+};
+
 class Agreement {
  public:
   enum class Phase { Running, Committing, Aborting, Committed, Aborted };
@@ -28,7 +39,7 @@ class Agreement {
   // The last `spare` edges belong to masked VTs: notices use them only once sent everywhere (an abort,
   // or after widen()), as the way round when every live VT's path died.
   Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-            bool dropStale, size_t spare = 0);
+            bool dropStale, size_t spare = 0, const CommitRecord* last = nullptr);
 
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
@@ -57,6 +68,12 @@ class Agreement {
   // Once Aborted, the union of every rank's masked VTs that it cannot take back yet.
   uint64_t notReadyVts() const { return abortNotReady_; }
   const std::vector<Conn*>& edges() const { return edges_; }
+  // Once Committed: what the next CCT's agreement answers peers still committing this one with.
+  CommitRecord record() const { return CommitRecord{epoch_, attempt_, vts_, dead_, ranks_}; }
+  // Drops the slot at c's head, which `droppable` said may go; a commit notice of the attempt this rank
+  // last committed, from a rank that found dead paths and whose set is not whole, is answered first with
+  // that attempt's final notice.
+  void dropStale(Conn* c);
   // For messages: the ranks not yet in the set, and the edge that would bring news of them (one to a
   // missing rank if there is one, else the first edge notices come from).
   std::string missing() const;
@@ -96,6 +113,7 @@ class Agreement {
   uint64_t dead_ = 0;  // committing: the dead paths committing ranks found
   uint64_t notReady_ = ~0ull, abortNotReady_ = ~0ull;
   std::vector<uint64_t> ranks_;
+  const CommitRecord* last_;
 };
 
 }  // namespace preccl

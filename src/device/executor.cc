@@ -63,7 +63,8 @@ struct Exec {
   static Agreement makeAgreement(const ExecCtx& c, const CctPlan& p) {
     std::vector<Conn*> edges = agreementEdges(c, p);
     const size_t spare = spareCount(c, edges);
-    return Agreement(c.rank, c.nranks, p.epoch, c.attempt, std::move(edges), c.notifyNarrow, c.dropStale, spare);
+    return Agreement(c.rank, c.nranks, p.epoch, c.attempt, std::move(edges), c.notifyNarrow, c.dropStale, spare,
+                     c.lastCommit);
   }
 
   precclResult_t fail(precclResult_t code, const Conn* c, std::string what) {
@@ -152,7 +153,7 @@ struct Exec {
             return moved ? Adv::Moved : Adv::Blocked;
           }
           if (!Agreement::droppable(r.hdr(), plan.epoch, ctx.attempt, ctx.dropStale)) break;
-          r.release();
+          agree.dropStale(s.recv[i]);
         }
         const SlotHdr& h = r.hdr();
         if (h.kind == kSlotAbort && h.epoch == plan.epoch && h.attempt == ctx.attempt && ctx.agree) return Adv::Abort;
@@ -388,6 +389,7 @@ struct Exec {
         if (agree.phase() != Agreement::Phase::Running || !moved) moved |= agree.pump();
         if (agree.phase() == Agreement::Phase::Committed) {
           fault->agreedVts = agree.agreedVts();
+          fault->committed = agree.record();
           return precclSuccess;
         }
         if (agree.phase() == Agreement::Phase::Aborted) return aborted();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device/agreement.h"
 #include "device/primitives.h"
 #include "preccl/preccl.h"
 #include "transport/doorbell.h"
@@ -54,6 +55,8 @@ struct ExecCtx {
   // commit (then rather than at the start, so that a path that returned during a long call counts), and
   // while it waits, for an abort.
   std::function<uint64_t()> report;
+  // The attempt this rank committed last, for a peer still committing it (device/agreement.h).
+  const CommitRecord* lastCommit = nullptr;
 };
 
 // Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
@@ -67,6 +70,7 @@ struct ExecFault {
   bool aborted = false;
   uint64_t agreedVts = 0;
   uint64_t notReadyVts = ~0ull;  // aborted: the masked VTs some rank cannot take back yet
+  CommitRecord committed;        // committed: its final notice (ExecCtx::lastCommit of the next CCT)
 };
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);

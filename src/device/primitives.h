@@ -108,6 +108,10 @@ struct CctPlan {
   // cuts, all or nothing per rank; core/enqueue.cc settleCuts). Where ranks' tasks differ in size (rail
   // affinity), one rank may have a cut on a VT where another has none: every rank must still agree.
   int cutsRule = -1;
+  // Per VT and rank, where the planner knows (AlltoAll): whether the rank sends on the VT in this CCT,
+  // to every other rank. Under rail affinity a rank may send nothing on a VT whose owner carries the
+  // host's part: its cargo then stays with it (core/enqueue.cc disseminates). Empty: every rank may send.
+  std::vector<std::vector<char>> senders;
   // Filled by the executor: per VT, ns from the start of execution until its last task finished.
   std::vector<uint64_t> vtDoneNs;
   static constexpr uint64_t kNoTele = ~0ull;
