@@ -131,7 +131,14 @@ bool Agreement::readEdge(Conn* c) {
       moved = true;
       continue;
     } else if (!same(h)) {
-      break;  // the peer's next attempt or CCT: it ended this one, and its last notice came before
+      // The peer's next attempt or CCT: it ended this one, and its last notice came before, unless that
+      // was lost on a path that died and the peer answered later (dropStale), behind its next CCT's data.
+      if (phase_ == Phase::Committing) {
+        const uint64_t n = r.waiting();
+        for (uint64_t i = 1; i < n; i++)
+          if (same(r.hdrAt(i)) && r.hdrAt(i).kind == kSlotCommit) moved |= merge(r.hdrAt(i), r.slotAt(i));
+      }
+      break;
     } else if (h.kind == kSlotAbort) {
       abort();
       merge(h, r.slot());

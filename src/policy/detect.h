@@ -19,17 +19,13 @@ struct PathSample {
 constexpr uint32_t kDetectMsDefault = 500;  // PRECCL_DETECT_MS
 
 // Dead: nothing was acknowledged for `detectMs` while either bytes are outstanding and the retransmission
-// timer fired twice, or bytes wait behind a closed window and two window probes went unanswered (the
-// window update that would have opened it was lost with the path). A congested or slow path still
-// acknowledges what it delivers, and a late or stopped peer's kernel answers every window probe (its
-// probes count stays at most 1), so only a path that drops everything meets the rule. Twice, not once:
-// on a slow link crowded with flows a retransmission is sometimes dropped in the queue too, and the
-// backed-off timer then leaves the live path without an acknowledgement for more than 500 ms after one
-// timeout; a second loss of the same segment is much rarer, and a dead path reaches its second timeout
-// about 3 minimum timeouts (600 ms) after its last acknowledgement anyway.
+// timer fired, or bytes wait behind a closed window and two window probes went unanswered (the window
+// update that would have opened it was lost with the path). A congested or slow path still acknowledges
+// what it delivers, and a late or stopped peer's kernel answers every window probe (its probes count
+// stays at most 1), so only a path that drops everything meets the rule.
 inline bool pathDead(const PathSample& s, uint32_t detectMs) {
   if (s.msSinceAck < detectMs) return false;
-  return (s.unacked > 0 && s.timeouts >= 2) || (s.queued > 0 && s.probes >= 2);
+  return (s.unacked > 0 && s.timeouts > 0) || (s.queued > 0 && s.probes >= 2);
 }
 
 }  // namespace preccl

@@ -129,6 +129,7 @@ precclResult_t SocketTransport::add(const TransportSetup& s, ConnTable& table, i
 
 precclResult_t SocketTransport::connect(const TransportSetup& s, ConnTable& table, std::string* err) {
   const Topology& t = *s.topo;
+  hostOf_ = t.hostOf;
   const int me = s.rank;
   auto closeListeners = [&] {
     for (int& fd : listenFds_) closeFd(fd);
@@ -233,6 +234,23 @@ bool SocketTransport::pathClear(Conn& c) {
          ioctl(fd, TIOCOUTQ, &queued) == 0 && queued == 0;
 }
 
+// Whether another socket between this rank's NIC `nic` and the host of `peer` had an acknowledgement
+// within `ms`: then the path between the two NICs delivers, and an edge on it that went silent is one
+// flow starved in a crowded queue (its retransmissions dropped, its timer backed off), not a dead path.
+bool SocketTransport::pathAnswers(const Conn& c, uint32_t ms) const {
+  for (const auto& [vt, sock] : socks_) {
+    const Conn& o = *sock.conn;
+    if (&o == &c || o.nic != c.nic || o.state() != Conn::Live || hostOf_.empty() ||
+        hostOf_[size_t(o.peer)] != hostOf_[size_t(c.peer)])
+      continue;
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    const int fd = fdOf(o);
+    if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_last_ack_recv < ms) return true;
+  }
+  return false;
+}
+
 void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
   const int fd = fdOf(c);
   tcp_info ti{};
@@ -246,7 +264,7 @@ void SocketTransport::checkPath(Conn& c, uint32_t detectMs) {
   p.msSinceAck = ti.tcpi_last_ack_recv;
   p.probes = ti.tcpi_probes;
   p.queued = static_cast<uint32_t>(std::max(queued, 0));
-  c.pathDown = pathDead(p, detectMs);
+  c.pathDown = pathDead(p, detectMs) && !pathAnswers(c, detectMs);
   if (c.pathDown)
     c.pathWhy = fmt::format(
         "no acknowledgement for {} ms with {} segments outstanding after {} retransmission timeouts, {} B queued after {} "

@@ -46,9 +46,11 @@ class SocketTransport : public Transport {
  private:
   precclResult_t add(const TransportSetup& s, ConnTable& table, int fd, int peer, int vt, int far);
   int fdOf(const Conn& c) const;
+  bool pathAnswers(const Conn& c, uint32_t ms) const;
   void prepare(int fd, int rank) const;
 
   int fixedBufferBytes_;
+  std::vector<int> hostOf_;  // rank -> host (Topology::hostOf), for checkPath
   std::function<void()> threadInit_;
   std::vector<int> listenFds_;
   std::vector<std::pair<int, Socket>> socks_;  // (vt, socket)
