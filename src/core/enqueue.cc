@@ -400,7 +400,7 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     if (timed) comm->lastExecNs = nowNs() - tExec;
     comm->lastAttempts = attempt + 1;
     if (res == precclSuccess) {
-      if (agree) comm->lastCommit = fault.committed;
+      if (agree) comm->lastCommit = std::move(fault.committed);
       break;
     }
     if (fault.aborted) {

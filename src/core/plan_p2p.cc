@@ -77,6 +77,7 @@ struct SenderSplits {
     const Topology& t = comm->topo;
     if (!t.rail) return;
     const size_t grain = std::max<size_t>(1, AllocRequest{}.grainBytes / esz);
+    of.resize(size_t(comm->nranks));
     for (const auto& ranks : t.hostRanks) {
       // A VT's part differs from an equal one by up to a grain (policy/allocation.h), its host's by the
       // host's ranks times that; the owners absorb twice it (rail_split.h).
@@ -84,14 +85,11 @@ struct SenderSplits {
       std::vector<uint64_t> own;
       for (int r : ranks) own.push_back(t.ownVts(r, comm->nVTs));
       std::vector<Allocation> split = railSplit(al, count, own, comm->liveMask, comm->relay, slack);
-      for (size_t g = 0; g < ranks.size(); g++) of[ranks[g]] = std::move(split[g]);
+      for (size_t g = 0; g < ranks.size(); g++) of[size_t(ranks[g])] = std::move(split[g]);
     }
   }
-  const Allocation& operator()(int rank, const Allocation& al) const {
-    auto it = of.find(rank);
-    return it == of.end() ? al : it->second;
-  }
-  std::map<int, Allocation> of;
+  const Allocation& operator()(int rank, const Allocation& al) const { return of.empty() ? al : of[size_t(rank)]; }
+  std::vector<Allocation> of;  // by rank; empty without rail affinity
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace preccl {
 
 // The last attempt this rank committed, as its final notice had it (the whole set), kept for a peer that
 // is still committing it: that peer's notices from this rank went on a path that died after they left,
-// and this rank has moved on. Agreement::answerStale sends it this notice again on the edge its own
+// and this rank has moved on. Agreement::dropStale sends it this notice again on the edge its own
 // notice came by, which is alive.
 struct CommitRecord {
   uint64_t epoch = ~0ull;

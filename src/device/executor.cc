@@ -190,8 +190,10 @@ struct Exec {
           return Adv::Error;
         }
         ins[i] = c->recv.slot();
-        passEpoch = h.teleEpoch;
-        passTele = h.tele;
+        if (s.relayed) {
+          passEpoch = h.teleEpoch;
+          passTele = h.tele;
+        }
         if (h.teleEpoch == plan.epoch) maxInto(plan.now[t.vt], h.tele);
         else if (plan.teleEpoch != CctPlan::kNoTele && h.teleEpoch == plan.teleEpoch) maxInto(plan.cargo[t.vt], h.tele);
       }

@@ -8,18 +8,14 @@ namespace {
 
 bool has(uint64_t mask, size_t v) { return v < 64 && ((mask >> v) & 1); }
 
-// `count` elements in proportion to `weight` (largest remainders, ties to the lower VT); equal over the
-// VTs in `mask` when the weights there are all 0.
+// `count` elements over the VTs in `mask` in proportion to `weight` (largest remainders, ties to the lower
+// VT); none when the weights there are all 0.
 std::vector<size_t> proportional(size_t count, std::vector<size_t> weight, uint64_t mask) {
   const size_t n = weight.size();
   for (size_t v = 0; v < n; v++)
     if (!has(mask, v)) weight[v] = 0;
   size_t sum = 0;
   for (size_t w : weight) sum += w;
-  if (sum == 0) {
-    for (size_t v = 0; v < n; v++) weight[v] = has(mask, v) ? 1 : 0;
-    for (size_t w : weight) sum += w;
-  }
   std::vector<size_t> out(n, 0);
   if (sum == 0) return out;
   std::vector<std::pair<unsigned __int128, size_t>> rest;
