@@ -493,7 +493,7 @@ TEST_CASE("small messages use fewer VTs, sizes keep separate shares", "[policy]"
 // Prints the convergence table of docs/policy.md:  preccl-tests "[policy-table]"
 // Rail affinity's split (policy/rail_split.h): each local rank's split covers its block exactly, the
 // ranks together follow the host's split, a relay is never chosen on balanced paths (equal shares, at
-// every rounding), and where the host's split needs one, as few elements as it needs go through it.
+// every rounding, or shares a few percent apart), and where the host's split needs one, as few elements as it needs go through it.
 namespace {
 std::vector<uint64_t> owners(int nLocal, int nNics, int nVTs) {
   std::vector<uint64_t> own(size_t(nLocal), 0);
@@ -526,6 +526,30 @@ TEST_CASE("rail split: no relay on balanced paths, the least relay otherwise", "
             if (nLocal % nNics == 0 || nNics % nLocal == 0) CHECK(relayedElems(split, own) == 0);
             CHECK(relayedElems(railSplit(host, count, own, ~0ull, RelayMode::Off, slack), own) == 0);
           }
+  // Balanced links as the model measures them: shares a few percent apart (the bed's 0.243-0.257). The
+  // owners alone stretch the host's time by less than the relay's least gain, so nothing is relayed.
+  for (int nLocal : {2, 4})
+    for (int nNics : {2, 4})
+      for (int skew : {0, 1, 3, 6}) {
+        INFO(nLocal << " local ranks, " << nNics << " NICs, shares within " << skew << " % of equal");
+        const int nVTs = 2 * nNics;
+        const size_t count = (size_t(1) << 22) + 5;
+        const auto own = owners(nLocal, nNics, nVTs);
+        std::vector<size_t> part(static_cast<size_t>(nVTs));
+        size_t sum = 0;
+        for (int v = 0; v < nVTs; v++) sum += part[size_t(v)] = size_t(1000 + (v % 3 == 1 ? 10 * skew : v % 3 == 2 ? -10 * skew : 0));
+        Allocation host;
+        size_t off = 0;
+        for (int v = 0; v < nVTs; v++) {
+          const size_t c = v + 1 == nVTs ? count - off : count * part[size_t(v)] / sum;
+          host.vt.push_back({off, c});
+          off += c;
+        }
+        REQUIRE(host.coversExactly(count));
+        const auto split = railSplit(host, count, own, ~0ull, RelayMode::Auto, 2 * size_t(nLocal) * 128);
+        checkCovers(split, count);
+        CHECK(relayedElems(split, own) == 0);
+      }
   // One NIC of two at a fifth of the host's bytes, 2 ranks with one NIC each, 4 VTs (VT v on NIC v mod 2).
   const size_t count = 1 << 20;
   const auto own = owners(2, 2, 4);
@@ -534,6 +558,13 @@ TEST_CASE("rail split: no relay on balanced paths, the least relay otherwise", "
   REQUIRE(host.coversExactly(count));
   const auto split = railSplit(host, count, own, ~0ull, RelayMode::Auto, 256);
   checkCovers(split, count);
+  // Without the relay rank 1 would send its whole block on rail 1, whose part is 229376 of every block:
+  // the host's time 2.29x its split's, well above the relay's least gain.
+  std::vector<std::vector<size_t>> offPer(2, std::vector<size_t>(4));
+  for (int g = 0; g < 2; g++)
+    for (int v = 0; v < 4; v++) offPer[size_t(g)][size_t(v)] = railSplit(host, count, own, ~0ull, RelayMode::Off, 256)[size_t(g)].vt[size_t(v)].count;
+  const std::vector<size_t> hostPart = {409600, 104858, 409600, 124518};
+  CHECK(stretch(offPer, hostPart) == Approx(double(count) / (2 * 229376)).epsilon(1e-3));
   // The host sends 2 x count: rail0 takes 2 x 819200; rank 0 has only count of its own, so rank 1 sends
   // the rest of rail0's part, 2 x 819200 - count, through rank 0, and nothing else moves.
   CHECK(relayedElems(split, own) <= 2 * 819200 - count);

@@ -1,6 +1,7 @@
 #include "policy/rail_split.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace preccl {
 
@@ -43,7 +44,55 @@ Allocation ranges(const std::vector<size_t>& counts) {
   return a;
 }
 
+// Off: each rank over its own VTs the host uses, in proportion to the host's parts there (over every VT
+// the host uses when it uses none of the rank's).
+std::vector<std::vector<size_t>> ownOnly(size_t count, const std::vector<size_t>& hostPart,
+                                         const std::vector<uint64_t>& own, uint64_t used) {
+  std::vector<std::vector<size_t>> per;
+  for (uint64_t mine : own) per.push_back(proportional(count, hostPart, mine & used ? mine & used : used));
+  return per;
+}
+
+// The host's split with the fewest elements relayed: every rank first fills the VTs it owns up to the
+// host's part of each (with the slack), and only what remains goes to VTs with room left.
+std::vector<std::vector<size_t>> leastRelayed(size_t count, const std::vector<size_t>& hostPart,
+                                              const std::vector<uint64_t>& own, uint64_t used, size_t slackElems) {
+  const size_t nLocal = own.size(), nVt = hostPart.size();
+  std::vector<std::vector<size_t>> per(nLocal, std::vector<size_t>(nVt, 0));
+  std::vector<size_t> room(nVt), left(nLocal, count);
+  for (size_t v = 0; v < nVt; v++) room[v] = hostPart[v] * nLocal;
+  auto fill = [&](size_t g, bool ownOnly, size_t slack) {
+    for (size_t v = 0; v < nVt && left[g] > 0; v++) {
+      if (!has(used, v) || (ownOnly && !has(own[g], v))) continue;
+      const size_t take = std::min(left[g], room[v] + slack);
+      per[g][v] += take;
+      room[v] -= std::min(room[v], take);
+      left[g] -= take;
+    }
+  };
+  // The owners may take up to `slackElems` more than a VT's part: the parts are rounded to grains, and a
+  // few elements through a relay would cost a task and a piece for nothing.
+  for (size_t g = 0; g < nLocal; g++) fill(g, true, slackElems);
+  for (size_t g = 0; g < nLocal; g++) fill(g, false, 0);
+  // What the slack left without room goes to the rank's own VTs, or the VTs the host uses.
+  for (size_t g = 0; g < nLocal; g++) fill(g, (own[g] & used) != 0, left[g]);
+  return per;
+}
+
 }  // namespace
+
+double stretch(const std::vector<std::vector<size_t>>& per, const std::vector<size_t>& hostPart) {
+  const size_t nLocal = per.size();
+  double worst = 0;
+  for (size_t v = 0; v < hostPart.size(); v++) {
+    size_t load = 0;
+    for (const auto& p : per) load += p[v];
+    if (load == 0) continue;
+    if (hostPart[v] == 0) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, double(load) / (double(hostPart[v]) * double(nLocal)));
+  }
+  return worst;
+}
 
 std::vector<Allocation> railSplit(const Allocation& host, size_t count, const std::vector<uint64_t>& own, uint64_t live,
                                  RelayMode mode, size_t slackElems) {
@@ -71,26 +120,11 @@ std::vector<Allocation> railSplit(const Allocation& host, size_t count, const st
         if (has(mine, v) && (best == nVt || hostPart[v] > hostPart[best])) best = v;
       if (best < nVt) per[g][best] = count;
     }
-  } else if (mode == RelayMode::Off) {
-    for (size_t g = 0; g < nLocal; g++) per[g] = proportional(count, hostPart, own[g] & used ? own[g] & used : used);
   } else {
-    std::vector<size_t> room(nVt), left(nLocal, count);
-    for (size_t v = 0; v < nVt; v++) room[v] = hostPart[v] * nLocal;
-    auto fill = [&](size_t g, bool ownOnly, size_t slack) {
-      for (size_t v = 0; v < nVt && left[g] > 0; v++) {
-        if (!has(used, v) || (ownOnly && !has(own[g], v))) continue;
-        const size_t take = std::min(left[g], room[v] + slack);
-        per[g][v] += take;
-        room[v] -= std::min(room[v], take);
-        left[g] -= take;
-      }
-    };
-    // The owners may take up to `slackElems` more than a VT's part: the parts are rounded to grains, and a
-    // few elements through a relay would cost a task and a piece for nothing.
-    for (size_t g = 0; g < nLocal; g++) fill(g, true, slackElems);
-    for (size_t g = 0; g < nLocal; g++) fill(g, false, 0);
-    // What the slack left without room goes to the rank's own VTs, or the VTs the host uses.
-    for (size_t g = 0; g < nLocal; g++) fill(g, (own[g] & used) != 0, left[g]);
+    per = ownOnly(count, hostPart, own, used);
+    // Auto relays only when the owners alone would stretch the host's time by more than kRelayMinGain.
+    if (mode == RelayMode::Auto && stretch(per, hostPart) > 1.0 + kRelayMinGain)
+      per = leastRelayed(count, hostPart, own, used, slackElems);
   }
   for (size_t g = 0; g < nLocal; g++) {
     out.push_back(ranges(per[g]));
