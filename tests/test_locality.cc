@@ -118,6 +118,10 @@ TEST_CASE("virtual and missing interfaces have unknown locality", "[locality]") 
     CHECK(loc.cpus.empty());
     CHECK(loc.pciBusId.empty());
   }
+  // Rail affinity's nearness claims nothing where a NIC's place is unknown.
+  CHECK(nicsNearCaller({"lo"}) == 0);
+  CHECK(nicsNearCaller({"lo", "preccl-no-such-if0"}) == 0);
+  CHECK(nicsNearCaller({}) == 0);
 }
 
 TEST_CASE("machineSummary names the PUs when hwloc is built in", "[locality]") {
@@ -176,6 +180,19 @@ TEST_CASE("device-backed NICs agree with sysfs", "[locality]") {
     for (int c : got)
       if (mine.count(c)) expect.insert(c);
     if (expect.empty()) continue;
+    // The NIC is near this thread (their CPUs meet), and not near a thread pinned to a CPU outside them.
+    CHECK(nicsNearCaller({ref.name}) == 1);
+    for (int c : mine)
+      if (!got.count(c)) {
+        onThread([&] {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(c, &one);
+          REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
+          CHECK(nicsNearCaller({ref.name}) == 0);
+        });
+        break;
+      }
     onThread([&] {
       setenv("PRECCL_PROXY_AFFINITY", "0", 1);
       CHECK_FALSE(bindThreadNearNics({ref.name}));

@@ -102,3 +102,47 @@ TEST_CASE("topology: the most ranges a tree's busiest rank sends", "[plan]") {
   CHECK(treeMaxSends(4, true, true) == 2);  // the bed's 4 hosts: root and inner node send 2 ranges
   CHECK(treeMaxSends(8, true, true) == 3);
 }
+
+// Rank-NIC affinity (Topology::rail): who owns which NIC. From the NICs near each rank's CPUs where every
+// rank found some and every NIC is near some rank, else by local index; every NIC always has an owner.
+TEST_CASE("topology: NIC owners from locality, else by local index", "[plan]") {
+  // Unknown locality (0 everywhere, as virtual NICs): by local index.
+  CHECK(nicOwners({0, 0}, 2) == std::vector<uint32_t>{0x1, 0x2});
+  CHECK(nicOwners({0, 0, 0, 0}, 2) == std::vector<uint32_t>{0x1, 0x2, 0x1, 0x2});
+  CHECK(nicOwners({0, 0}, 4) == std::vector<uint32_t>{0x5, 0xa});
+  // Two sockets, a NIC on each, ranks bound to the sockets in the other order than their local index.
+  CHECK(nicOwners({0x2, 0x1}, 2) == std::vector<uint32_t>{0x2, 0x1});
+  // Four ranks, two per socket: both of a socket's ranks own its NIC.
+  CHECK(nicOwners({0x1, 0x1, 0x2, 0x2}, 2) == std::vector<uint32_t>{0x1, 0x1, 0x2, 0x2});
+  // An unbound rank is near every NIC and owns them all; its bound neighbour keeps its own.
+  CHECK(nicOwners({0x3, 0x2}, 2) == std::vector<uint32_t>{0x3, 0x2});
+  // Both ranks on the socket of NIC 0: NIC 1 would have no owner, so by local index.
+  CHECK(nicOwners({0x1, 0x1}, 2) == std::vector<uint32_t>{0x1, 0x2});
+  // One rank that knows nothing: by local index for the whole host.
+  CHECK(nicOwners({0x2, 0}, 2) == std::vector<uint32_t>{0x1, 0x2});
+  // Bits beyond the host's NICs are ignored.
+  CHECK(nicOwners({0x6, 0x1}, 2) == std::vector<uint32_t>{0x2, 0x1});
+
+  // Through Topology::build: 2 hosts x 2 ranks x 2 NICs; host 0's ranks are bound in reverse, host 1's
+  // locality is unknown. Each rank's relay for a VT is the first owner of the VT's NIC on its host.
+  std::vector<RankInfo> infos(4);
+  for (int r = 0; r < 4; r++) {
+    snprintf(infos[r].hostId, sizeof(infos[r].hostId), "host%d", r / 2);
+    infos[r].nNics = 2;
+  }
+  infos[0].nearNics = 0x2;
+  infos[1].nearNics = 0x1;
+  Topology t;
+  t.build(infos, 0, false, 4, true);
+  REQUIRE(t.rail);
+  CHECK(t.ownsNic(0, 1));
+  CHECK_FALSE(t.ownsNic(0, 0));
+  CHECK(t.ownsNic(1, 0));
+  CHECK(t.ownsNic(2, 0));
+  CHECK(t.ownsNic(3, 1));
+  for (int vt = 0; vt < 4; vt++) {
+    CHECK(t.relayFor(0, vt) == (t.nicFor(0, vt) == 1 ? 0 : 1));
+    CHECK(t.relayFor(2, vt) == (t.nicFor(2, vt) == 0 ? 2 : 3));
+  }
+  CHECK(t.ownVts(0, 4) == (t.nicFor(0, 1) == 1 ? 0xau : 0x5u));
+}

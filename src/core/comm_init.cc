@@ -103,6 +103,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   mine.slotBytes = comm->cfg.slotBytes;
   std::vector<std::string> nicNames;
   for (auto& nic : nics) nicNames.push_back(nic.name);
+  mine.nearNics = nicsNearCaller(nicNames);
   const int fixedBuffer = comm->cfg.socketBuffer > 0 ? static_cast<int>(comm->cfg.socketBuffer) : 0;
   comm->net = std::make_unique<SocketTransport>(fixedBuffer, [nicNames] { bindThreadNearNics(nicNames); });
   std::string err;
@@ -145,7 +146,10 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   PRECCL_INFO("{}rank {}/{}: {} host(s), {} NIC(s) here ({}...), {} VTs, slots {}x{} B{}{}",
               comm->cfg.commName.empty() ? std::string() : comm->cfg.commName + ": ", rank, nranks,
               comm->topo.nHosts(), nics.size(), nics[0].name, comm->nVTs, comm->nslots, comm->slotBytes,
-              shmDisable ? ", shared memory disabled" : "", comm->topo.rail ? ", rail affinity" : "");
+              shmDisable ? ", shared memory disabled" : "",
+              comm->topo.rail ? fmt::format(", rail affinity: owns NICs {:#x} (near its CPUs: {:#x})",
+                                            comm->topo.ownedNics[rank], mine.nearNics)
+                              : std::string());
   return precclSuccess;
 }
 

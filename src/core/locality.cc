@@ -151,6 +151,22 @@ bool bindThreadNearNics(const std::vector<std::string>& ifnames) {
   return true;
 }
 
+uint32_t nicsNearCaller(const std::vector<std::string>& ifnames) {
+  if (ifnames.empty() || ifnames.size() > 32) return 0;
+  cpu_set_t mine;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) return 0;
+  uint32_t near = 0;
+  for (size_t k = 0; k < ifnames.size(); k++) {
+    cpu_set_t at;
+    CPU_ZERO(&at);
+    const NicLocality loc = nicLocality(ifnames[k]);
+    if (loc.cpus.empty() || !parseCpuList(loc.cpus, &at)) return 0;
+    CPU_AND(&at, &at, &mine);
+    if (CPU_COUNT(&at) > 0) near |= 1u << k;
+  }
+  return near;
+}
+
 std::string machineSummary() {
 #ifdef PRECCL_HAVE_HWLOC
   if (hwloc_topology_t t = topology()) {

@@ -1,6 +1,7 @@
 // Where network interfaces sit in the machine (NUMA node, nearby CPUs), so the proxy thread that drives a
 // NIC can run next to it. Uses hwloc when the library is built with it, else sysfs; unknown is never fatal.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ NicLocality nicLocality(const std::string& ifname);
 // Pins the calling thread to the CPUs near all of `ifnames` (union, within the thread's current mask);
 // returns false and leaves the thread alone when nothing is known or PRECCL_PROXY_AFFINITY=0.
 bool bindThreadNearNics(const std::vector<std::string>& ifnames);
+
+// Which of `ifnames` (bit k: ifnames[k], at most 32) sit near the calling thread: their CPUs (as
+// nicLocality) meet its affinity mask. 0 when one of them has no known locality (virtual NICs, no hwloc or
+// sysfs answer): a rank then claims no nearness at all, rather than part of the picture.
+uint32_t nicsNearCaller(const std::vector<std::string>& ifnames);
 
 // The machine in one line for INFO logs: packages, NUMA nodes, cores, PUs (hwloc), or "unknown".
 std::string machineSummary();

@@ -35,12 +35,39 @@ void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDis
   for (int r = 0; r < nranks; r++) sameK &= nNics[r] == nNics[0];
   sharedNics = sameK && nVTs > nNics[0] && nHosts() > 1 ? nNics[0] : 0;
   rail = railAffinity && sameK && nNics[0] > 1 && nHosts() > 1 && !shmDisabled;
+  ownedNics.assign(nranks, 0);
+  if (rail)
+    for (const auto& h : hostRanks) {
+      std::vector<uint32_t> near;
+      for (int r : h) near.push_back(infos[r].nearNics);
+      const std::vector<uint32_t> own = nicOwners(near, nNics[0]);
+      for (size_t g = 0; g < h.size(); g++) ownedNics[h[g]] = own[g];
+    }
+}
+
+std::vector<uint32_t> nicOwners(const std::vector<uint32_t>& nearOfLocal, int nNics) {
+  const int l = static_cast<int>(nearOfLocal.size()), k = std::min(nNics, 32);
+  const uint32_t all = k >= 32 ? ~0u : (1u << k) - 1;
+  uint32_t covered = 0;
+  bool everyRank = true;
+  for (uint32_t n : nearOfLocal) {
+    covered |= n & all;
+    everyRank &= (n & all) != 0;
+  }
+  std::vector<uint32_t> own(nearOfLocal.size(), 0);
+  for (int g = 0; g < l; g++) {
+    if (everyRank && covered == all) {
+      own[g] = nearOfLocal[g] & all;
+      continue;
+    }
+    for (int nic = 0; nic < k; nic++)
+      if (l >= k ? g % k == nic : nic % l == g) own[g] |= 1u << nic;
+  }
+  return own;
 }
 
 bool Topology::ownsNic(int r, int nic) const {
-  if (!rail) return true;
-  const int l = static_cast<int>(hostRanks[hostOf[r]].size()), k = nNics[r], g = localIdx[r];
-  return l >= k ? g % k == nic : nic % l == g;
+  return !rail || (nic >= 0 && nic < 32 && ((ownedNics[r] >> nic) & 1));
 }
 
 int Topology::relayFor(int r, int vt) const {

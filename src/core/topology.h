@@ -23,11 +23,19 @@ struct RankInfo {
   int32_t shmDisable;
   int32_t railAffinity;  // PRECCL_NIC_AFFINITY=rail; the communicator uses it when every rank asks
   int32_t relay;         // PRECCL_RELAY (policy/rail_split.h RelayMode); rank 0's holds
+  uint32_t nearNics;     // the NICs near this rank's CPUs, bit k (core/locality.h nicsNearCaller); 0: unknown
   uint32_t nslots;
   uint32_t slotBytes;
   sockaddr_storage nicAddr[kMaxNics];  // listening address (with port) per NIC
   char nicName[kMaxNics][16];
 };
+
+// Which NICs each local rank of one host owns under rail affinity (bit k: NIC k of K), from what each
+// found near its CPUs (RankInfo::nearNics): those, when every local rank found some and every NIC is near
+// some rank (a rank bound to one socket owns that socket's NICs; an unbound one is near all of them);
+// else by local index, local rank g of L owning NIC g mod K (L >= K) or the NICs k with k mod L == g
+// (L < K). Either way every NIC has an owner on the host. Pure: the same on every rank.
+std::vector<uint32_t> nicOwners(const std::vector<uint32_t>& nearOfLocal, int nNics);
 
 struct Topology {
   int nranks = 0;
@@ -51,11 +59,12 @@ struct Topology {
   int treeStride() const { return sharedNics > 0 ? sharedNics : 1; }
   bool mirrorTree(int vt) const { return (vt / treeStride()) % 2 == 1; }
   // Rank-NIC affinity (PRECCL_NIC_AFFINITY=rail), as on GPU servers where each GPU sits next to one NIC:
-  // local rank g of a host with L ranks and K NICs owns NIC g mod K (L >= K), or the NICs k with
-  // k mod L == g (L < K). The point-to-point families send a rank's bytes on another rank's rail through
-  // that rail's first owner on the host (a relay: shared memory, then its NIC). Set only where it means
-  // something: several hosts, shared memory between local ranks, the same K > 1 everywhere.
+  // each rank owns some of its host's NICs (nicOwners). The point-to-point families send a rank's bytes on
+  // another rank's rail through that rail's first owner on the host (a relay: shared memory, then its
+  // NIC). Set only where it means something: several hosts, shared memory between local ranks, the same
+  // K > 1 everywhere.
   bool rail = false;
+  std::vector<uint32_t> ownedNics;  // rank -> the NICs it owns under `rail`, bit k
 
   void build(const std::vector<RankInfo>& infos, int myRank, bool shmDisable, int nVTs, bool railAffinity = false);
   bool sameHost(int a, int b) const { return hostOf[a] == hostOf[b]; }
