@@ -58,6 +58,7 @@ TEST_CASE("PRECCL_TRACE lines and per-VT stats", "[trace]") {
     CHECK(line.find("\"state\":\"live\",\"stateEpoch\":0}") != std::string::npos);
     // The control path's cost against the call's: both timed, the call not free.
     CHECK(line.find("\"decideNs\":") != std::string::npos);
+    CHECK(line.find("\"planNs\":") != std::string::npos);
     const size_t ex = line.find("\"execNs\":");
     REQUIRE(ex != std::string::npos);
     CHECK(std::atoll(line.c_str() + ex + 9) > 0);

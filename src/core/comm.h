@@ -87,7 +87,7 @@ struct precclComm {
   // The last collective's time in the policy (model update and allocation) and in execution, on this
   // rank: the control path's own cost against the call's, for the trace (docs/telemetry.md, Cost);
   // measured only while tracing.
-  uint64_t lastDecideNs = 0, lastExecNs = 0;
+  uint64_t lastDecideNs = 0, lastPlanNs = 0, lastExecNs = 0;
   uint32_t lastAttempts = 1;  // runs of the last collective: 1 + its retries after agreed aborts
   std::vector<preccl::UserOp> userOps;
   std::mutex opsMutex;

@@ -231,6 +231,7 @@ static precclResult_t buildPlan(precclComm* comm, const CctArgs& a, bool tree, C
   if (timed) comm->lastDecideNs = nowNs() - t0;
   if (!al.coversExactly(a.count))
     return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(a.coll), a.count);
+  const uint64_t tPlan = timed ? nowNs() : 0;
   plan.digest = al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
   plan.checkDigest = comm->cfg.checkAlloc;
   switch (a.coll) {
@@ -252,6 +253,7 @@ static precclResult_t buildPlan(precclComm* comm, const CctArgs& a, bool tree, C
   }
   dropMaskedTasks(comm, plan);
   settleCuts(comm, plan);
+  if (timed) comm->lastPlanNs = nowNs() - tPlan;
   // Only a tree's sockets are sized (on up to its sends per rank, allocKey's wireNum): its flows run
   // apart on autotuned buffers. Rings and chains gain little from the bound, and a flow with a bounded
   // window loses its share of a link to another tenant's TCP flows (docs/results-archive.md, "Every row at the

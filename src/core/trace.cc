@@ -51,10 +51,10 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
   }
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
-      "\"telemetryEpoch\":{},\"decideNs\":{},\"execNs\":{},\"attempts\":{},\"vts\":[{}]}}\n",
+      "\"telemetryEpoch\":{},\"decideNs\":{},\"planNs\":{},\"execNs\":{},\"attempts\":{},\"vts\":[{}]}}\n",
       comm->rank, plan.epoch, collName(a.coll), tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
       dtypeName(a.dtype), comm->haveTele ? static_cast<int64_t>(comm->tele.epoch) : -1, comm->lastDecideNs,
-      comm->lastExecNs, comm->lastAttempts, vts);
+      comm->lastPlanNs, comm->lastExecNs, comm->lastAttempts, vts);
   ssize_t r = write(comm->traceFd, line.data(), line.size());
   (void)r;
 }
