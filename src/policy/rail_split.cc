@@ -1,7 +1,6 @@
 #include "policy/rail_split.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace preccl {
 
@@ -81,17 +80,15 @@ std::vector<std::vector<size_t>> leastRelayed(size_t count, const std::vector<si
 
 }  // namespace
 
-double stretch(const std::vector<std::vector<size_t>>& per, const std::vector<size_t>& hostPart) {
-  const size_t nLocal = per.size();
-  double worst = 0;
+bool stretchesBeyond(const std::vector<std::vector<size_t>>& per, const std::vector<size_t>& hostPart, uint32_t num,
+                     uint32_t den) {
+  using u128 = unsigned __int128;
   for (size_t v = 0; v < hostPart.size(); v++) {
     size_t load = 0;
     for (const auto& p : per) load += p[v];
-    if (load == 0) continue;
-    if (hostPart[v] == 0) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, double(load) / (double(hostPart[v]) * double(nLocal)));
+    if (load > 0 && u128(load) * den > u128(hostPart[v]) * per.size() * num) return true;
   }
-  return worst;
+  return false;
 }
 
 std::vector<Allocation> railSplit(const Allocation& host, size_t count, const std::vector<uint64_t>& own, uint64_t live,
@@ -122,8 +119,8 @@ std::vector<Allocation> railSplit(const Allocation& host, size_t count, const st
     }
   } else {
     per = ownOnly(count, hostPart, own, used);
-    // Auto relays only when the owners alone would stretch the host's time by more than kRelayMinGain.
-    if (mode == RelayMode::Auto && stretch(per, hostPart) > 1.0 + kRelayMinGain)
+    // Auto relays only when the owners alone would stretch the host's time by more than a tenth.
+    if (mode == RelayMode::Auto && stretchesBeyond(per, hostPart, kRelayGainNum, kRelayGainDen))
       per = leastRelayed(count, hostPart, own, used, slackElems);
   }
   for (size_t g = 0; g < nLocal; g++) {

@@ -14,16 +14,17 @@ namespace preccl {
 
 enum class RelayMode { Auto, Off, Force };
 
-// The least gain for which Auto relays: the owners alone must stretch the host's time by more than this
-// (`stretch` below). The relay costs a copy and a forwarding task, and on balanced links the measured
-// shares differ by a few percent: below this margin relaying would move bytes for noise.
-constexpr double kRelayMinGain = 0.10;
+// The least gain for which Auto relays: the owners alone must stretch the host's time beyond
+// kRelayGainNum / kRelayGainDen of its own split's (a tenth more; `stretchesBeyond` below). The relay
+// costs a copy and a forwarding task, and on balanced links the measured shares differ by a few percent:
+// below this margin relaying would move bytes for noise. A ratio of integers, so every rank decides alike.
+constexpr uint32_t kRelayGainNum = 11, kRelayGainDen = 10;
 
 // Per local rank of one host (own[g]: the VTs whose NIC local rank g owns, bit v; live: the live VTs),
 // its split of a block of `count` elements over the VTs (contiguous ranges in VT order):
 //   Off:   each rank over its own VTs only, in proportion to the host's parts there (over every VT the
 //          host uses when it uses none of the rank's own).
-//   Auto:  Off, unless that stretches the host's time by more than kRelayMinGain; then the host's split
+//   Auto:  Off, unless that stretches the host's time beyond kRelayGainNum / kRelayGainDen; then the host's split
 //          with the fewest elements relayed: every rank first fills the VTs it owns, up to the host's part
 //          of each (nLocal x host.vt[v].count over the host's blocks), and only what remains goes to VTs
 //          with room left, through their relays. An owner may take up to `slackElems` more than a VT's
@@ -35,11 +36,12 @@ constexpr double kRelayMinGain = 0.10;
 std::vector<Allocation> railSplit(const Allocation& host, size_t count, const std::vector<uint64_t>& own, uint64_t live,
                                   RelayMode mode, size_t slackElems);
 
-// The host's time under a split (per[g][v]: local rank g's elements on VT v) relative to its own split's,
-// as the model predicts it: the host's parts are in proportion to what each VT carries in the same time,
-// so VT v takes load[v] / (nLocal x hostPart[v]) of it; the worst VT sets the time. Infinite when a VT
-// the host gives nothing carries elements.
-double stretch(const std::vector<std::vector<size_t>>& per, const std::vector<size_t>& hostPart);
+// Whether the host's time under a split (per[g][v]: local rank g's elements on VT v) exceeds num / den of
+// its own split's, as the model predicts it: the host's parts are in proportion to what each VT carries
+// in the same time, so VT v takes load[v] / (nLocal x hostPart[v]) of it, and the worst VT sets the time
+// (a VT the host gives nothing that carries elements stretches it without bound).
+bool stretchesBeyond(const std::vector<std::vector<size_t>>& per, const std::vector<size_t>& hostPart, uint32_t num,
+                     uint32_t den);
 
 // Elements the split sends through a relay: those on VTs their rank does not own.
 size_t relayedElems(const std::vector<Allocation>& split, const std::vector<uint64_t>& own);
