@@ -27,10 +27,10 @@ def row(a, coll, algo, policy, count, calls):
         xs = sorted(xs)
         return f"{xs[(len(xs) - 1) // 2] / 1e3:.2f} / {sum(xs) / len(xs) / 1e3:.2f} / {xs[-1] / 1e3:.1f}"
 
+    plans = [k[1] for k in kept if k[1] is not None]   # none in traces from before planNs
     mean_dec = sum(k[0] for k in kept) / len(kept)
-    mean_plan = sum(k[1] for k in kept if k[1] is not None) / len(kept)
+    mean_plan = sum(plans) / len(plans) if plans else 0
     mean_ex = sum(k[2] for k in kept) / len(kept)
-    plans = [k[1] for k in kept if k[1] is not None]
     print(f"| {coll} | {algo} | {policy} | {count} | {len(kept)} | {stats([k[0] for k in kept])} | "
           f"{stats(plans) if plans else 'n/a'} | {mean_ex / 1e6:.3f} | {100 * mean_dec / mean_ex:.4f} % | "
           f"{100 * (mean_dec + mean_plan) / mean_ex:.4f} % |")

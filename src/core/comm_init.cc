@@ -103,7 +103,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   mine.slotBytes = comm->cfg.slotBytes;
   std::vector<std::string> nicNames;
   for (auto& nic : nics) nicNames.push_back(nic.name);
-  mine.nearNics = nicsNearCaller(nicNames);
+  mine.nearNics = comm->cfg.railAffinity ? nicsNearCaller(nicNames) : 0;  // read only where it is used
   const int fixedBuffer = comm->cfg.socketBuffer > 0 ? static_cast<int>(comm->cfg.socketBuffer) : 0;
   comm->net = std::make_unique<SocketTransport>(fixedBuffer, [nicNames] { bindThreadNearNics(nicNames); });
   std::string err;

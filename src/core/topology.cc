@@ -48,18 +48,17 @@ void Topology::build(const std::vector<RankInfo>& infos, int myRank, bool shmDis
 std::vector<uint32_t> nicOwners(const std::vector<uint32_t>& nearOfLocal, int nNics) {
   const int l = static_cast<int>(nearOfLocal.size()), k = std::min(nNics, 32);
   const uint32_t all = k >= 32 ? ~0u : (1u << k) - 1;
+  std::vector<uint32_t> own;
   uint32_t covered = 0;
   bool everyRank = true;
   for (uint32_t n : nearOfLocal) {
+    own.push_back(n & all);
     covered |= n & all;
     everyRank &= (n & all) != 0;
   }
-  std::vector<uint32_t> own(nearOfLocal.size(), 0);
+  if (everyRank && covered == all) return own;
   for (int g = 0; g < l; g++) {
-    if (everyRank && covered == all) {
-      own[g] = nearOfLocal[g] & all;
-      continue;
-    }
+    own[g] = 0;
     for (int nic = 0; nic < k; nic++)
       if (l >= k ? g % k == nic : nic % l == g) own[g] |= 1u << nic;
   }
