@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,7 +28,7 @@ constexpr int kHosts = 3, kRails = 4, kFailures = 3;
 constexpr int kFailHost[kFailures] = {1, 2, 0};
 constexpr size_t kElems = 1 << 20;  // per call: 4 MiB of floats (per rank's block where the API counts one)
 // Shared stamps.
-constexpr int kCallIndex = 2;     // rank 0: the index of the call it is issuing (rounds after the first)
+constexpr int kCallIndex = 9;     // [9, 9 + kHosts): rank r: the index of the call it is issuing (rounds after the first)
 constexpr int kDuration = 3;      // [3, 3 + kFailures): rank 0: round 0's time of each failure's call, ns
 constexpr int kDownAt = 6;        // [6, 6 + kFailures): parent: when NIC f+1 went down, ns
 constexpr int kWantUp = 14, kUp = 15;
@@ -116,7 +118,7 @@ void nicFailBody(Rank& r, const int* targets) {
     }
     for (int i = 0; i < kItemCount; i++) {
       const Item& it = kItems[i];
-      if (round > 0 && r.rank == 0) stampSet(r.shared, kCallIndex, round * kItemCount + i);
+      if (round > 0) stampSet(r.shared, kCallIndex + r.rank, round * kItemCount + i);
       CallRecord rec{};
       precclCommGetEpoch(r.comm, &rec.epoch);
       rec.startNs = nowNs();
@@ -182,7 +184,14 @@ void nicFailGroup(const char* algo, const int* targets) {
     for (int f = 0; f < kFailures; f++) {
       const int64_t index = (f + 1) * kItemCount + targets[f];
       const double end = nowSeconds() + 60;
-      while (stampGet(s, kCallIndex) < index && nowSeconds() < end) usleep(1000);
+      // Every rank inside the call, not only rank 0: a rank still checking the previous call's results
+      // would see the link go down between two of its calls.
+      auto slowest = [s] {
+        int64_t m = INT64_MAX;
+        for (int h = 0; h < kHosts; h++) m = std::min(m, stampGet(s, kCallIndex + h));
+        return m;
+      };
+      while (slowest() < index && nowSeconds() < end) usleep(1000);
       usleep(useconds_t(stampGet(s, kDuration + f) * 4 / 10 / 1000));  // 40 % into the call
       linksOk = bed->setLink(kFailHost[f], f + 1, false, &linkLog) && linksOk;
       stampSet(s, kDownAt + f, nowNs());
