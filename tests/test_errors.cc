@@ -77,6 +77,26 @@ void noCommChecks(Rank& r) {
 
   // Group misuse.
   expectErr(r, precclGroupEnd(), precclInvalidUsage, nullptr, "GroupEnd without GroupStart");
+  precclSimInfo_t sim = PRECCL_SIM_INFO_INITIALIZER;
+  expectErr(r, precclGroupSimulateEnd(&sim), precclInvalidUsage, nullptr, "GroupSimulateEnd without GroupStart");
+  sim.magic = 0;
+  expectErr(r, precclGroupSimulateEnd(&sim), precclInvalidArgument, nullptr, "GroupSimulateEnd(uninitialised info)");
+  expectErr(r, precclGroupSimulateEnd(nullptr), precclInvalidArgument, nullptr, "GroupSimulateEnd(NULL)");
+
+  // Memory.
+  void* p = nullptr;
+  expectErr(r, precclMemAlloc(nullptr, 64), precclInvalidArgument, nullptr, "MemAlloc(NULL)");
+  expectErr(r, precclMemAlloc(&p, 0), precclInvalidArgument, nullptr, "MemAlloc(0 bytes)");
+  expectErr(r, precclMemAlloc(&p, ~size_t{0}), precclSystemError, nullptr, "MemAlloc(SIZE_MAX)");
+  r.check(p == nullptr, "a failed MemAlloc left a pointer");
+  r.ok(precclMemFree(nullptr), "MemFree(NULL)");
+  expectErr(r, precclCommRegister(nullptr, buf, 16, &p), precclInvalidArgument, nullptr, "CommRegister(comm NULL)");
+  precclWindow_t win = nullptr;
+  expectErr(r, precclCommWindowRegister(nullptr, buf, 16, &win, 0), precclInvalidArgument, nullptr,
+            "CommWindowRegister(comm NULL)");
+  int excluded = 1;
+  expectErr(r, precclCommShrink(nullptr, &excluded, 1, &out, nullptr, 0), precclInvalidArgument, nullptr,
+            "CommShrink(comm NULL)");
 
   // CommInitRank argument checks (must fail before any communication).
   precclUniqueId id;
@@ -264,6 +284,21 @@ void commChecks(Rank& r) {
   err(precclAllGather(s, d, perRank, precclFloat, comm, nullptr), "AllGather(nranks*count*size overflows)");
   err(precclReduceScatter(s, d, perRank, precclFloat, precclSum, comm, nullptr), "ReduceScatter(nranks*count*size overflows)");
   err(precclAlltoAll(s, d, perRank, precclFloat, comm, nullptr), "AlltoAll(nranks*count*size overflows)");
+
+  // Registration: no buffer, a handle that is not one, a window flag NCCL does not have, a handle given
+  // back twice; a real one works.
+  void* h = nullptr;
+  precclWindow_t w = nullptr;
+  err(precclCommRegister(comm, nullptr, 64, &h), "CommRegister(buff NULL)");
+  err(precclCommRegister(comm, s, 0, &h), "CommRegister(0 bytes)");
+  err(precclCommRegister(comm, s, 64, nullptr), "CommRegister(handle NULL)");
+  err(precclCommDeregister(comm, s), "CommDeregister(not a handle)");
+  err(precclCommWindowRegister(comm, s, 64, &w, 8), "CommWindowRegister(flags 8)");
+  if (r.ok(precclCommRegister(comm, s, 64, &h), "CommRegister")) {
+    err(precclCommWindowDeregister(comm, reinterpret_cast<precclWindow_t>(h)), "CommWindowDeregister(a register handle)");
+    r.ok(precclCommDeregister(comm, h), "CommDeregister");
+    err(precclCommDeregister(comm, h), "CommDeregister twice");
+  }
 
   // Query calls with null outputs.
   err(precclCommCount(comm, nullptr), "CommCount(count NULL)");

@@ -32,9 +32,18 @@ typedef struct {
 
 typedef struct precclComm* precclComm_t;
 typedef struct precclStream* precclStream_t;
+typedef struct precclWindow* precclWindow_t;
 
 #define PRECCL_COMM_NULL NULL
 #define PRECCL_SPLIT_NOCOLOR -1
+/* precclCommShrink flags (NCCL's values). */
+#define PRECCL_SHRINK_DEFAULT 0x00 /* the parent is idle */
+#define PRECCL_SHRINK_ABORT 0x01   /* abort the parent's calls in flight first (a rank died in one) */
+/* precclCommRevoke flags: only the default exists. */
+#define PRECCL_REVOKE_DEFAULT 0x00
+/* precclCommWindowRegister flags (NCCL's values). */
+#define PRECCL_WIN_DEFAULT 0x00
+#define PRECCL_WIN_COLL_SYMMETRIC 0x01
 
 /* Same values as ncclResult_t. */
 typedef enum {
@@ -106,28 +115,65 @@ typedef struct {
         PRECCL_CONFIG_UNDEF_INT, NULL, NULL, PRECCL_CONFIG_UNDEF_INT                               \
   }
 
+/* Filled by precclGroupSimulateEnd; initialise with PRECCL_SIM_INFO_INITIALIZER. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime; /* microseconds, from the VTs' models; -1 where no model is known yet */
+} precclSimInfo_t;
+#define PRECCL_SIM_INFO_MAGIC 0x50534d49u /* 'PSMI' */
+#define PRECCL_SIM_INFO_INITIALIZER \
+  { sizeof(precclSimInfo_t), PRECCL_SIM_INFO_MAGIC, PRECCL_VERSION_CODE, -1.0f }
+
 /* ---- version, errors ---- */
 precclResult_t precclGetVersion(int* version);
 const char* precclGetErrorString(precclResult_t result);
 /* The message of the error a failed communicator raised (also on its proxy thread); otherwise the last
  * error raised in this thread, which stays until the next one (as in NCCL). */
 const char* precclGetLastError(precclComm_t comm);
+/* Reads PRECCL_DEBUG (or NCCL_DEBUG) again. */
+void precclResetDebugInit(void);
 
 /* ---- communicators ---- */
 precclResult_t precclGetUniqueId(precclUniqueId* uniqueId);
 precclResult_t precclCommInitRank(precclComm_t* comm, int nranks, precclUniqueId commId, int rank);
 precclResult_t precclCommInitRankConfig(precclComm_t* comm, int nranks, precclUniqueId commId, int rank,
                                         precclConfig_t* config);
+/* NCCL's scalable init: nId ids, the same list on every rank. The bootstrap is a star through one root, so
+ * the first id serves; the others are checked to be PReCCL ids. */
+precclResult_t precclCommInitRankScalable(precclComm_t* comm, int nranks, int rank, int nId,
+                                          precclUniqueId* commIds, precclConfig_t* config);
 /* ndev ranks in this process, one thread each; devlist may be NULL (ranks 0..ndev-1). */
 precclResult_t precclCommInitAll(precclComm_t* comms, int ndev, const int* devlist);
 precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm_t* newcomm,
                                precclConfig_t* config);
+/* A new communicator of the ranks not in excludeRanks (the same list on every one of them, which need not
+ * include the excluded ranks: they may be dead). Ranks keep their order; the gaps close. No excluded rank
+ * takes part, not even the one whose process hosted the bootstrap root. A communicator is shrunk at most
+ * once (shrink the new one again). config NULL: the parent's settings. */
+precclResult_t precclCommShrink(precclComm_t comm, int* excludeRanks, int excludeCount, precclComm_t* newcomm,
+                                precclConfig_t* config, int shrinkFlags);
+/* Stops the calls in flight on comm (they return an error) and returns when none runs. Afterwards the
+ * communicator takes no more calls: only Split, Shrink, Destroy and Abort (as NCCL's). */
+precclResult_t precclCommRevoke(precclComm_t comm, int revokeFlags);
 precclResult_t precclCommFinalize(precclComm_t comm);
 precclResult_t precclCommDestroy(precclComm_t comm);
 precclResult_t precclCommAbort(precclComm_t comm);
 precclResult_t precclCommGetAsyncError(precclComm_t comm, precclResult_t* asyncError);
 precclResult_t precclCommCount(const precclComm_t comm, int* count);
 precclResult_t precclCommUserRank(const precclComm_t comm, int* rank);
+
+/* ---- memory ----
+ * On the CPU build buffers are host memory: MemAlloc gives page-aligned memory, registration and windows
+ * are accepted and kept (a handle to give back later) but change nothing in how bytes move. */
+precclResult_t precclMemAlloc(void** ptr, size_t size);
+precclResult_t precclMemFree(void* ptr);
+precclResult_t precclCommRegister(const precclComm_t comm, void* buff, size_t size, void** handle);
+precclResult_t precclCommDeregister(const precclComm_t comm, void* handle);
+precclResult_t precclCommWindowRegister(precclComm_t comm, void* buff, size_t size, precclWindow_t* win,
+                                        int winFlags);
+precclResult_t precclCommWindowDeregister(precclComm_t comm, precclWindow_t win);
 
 /* ---- reduction ops ---- */
 precclResult_t precclRedOpCreatePreMulSum(precclRedOp_t* op, void* scalar, precclDataType_t datatype,
@@ -176,6 +222,9 @@ precclResult_t precclRecv(void* recvbuff, size_t count, precclDataType_t datatyp
  * order do not deadlock. Groups nest; the outermost GroupEnd issues. */
 precclResult_t precclGroupStart(void);
 precclResult_t precclGroupEnd(void);
+/* Ends the group like GroupEnd but runs nothing: the calls are dropped and simInfo->estimatedTime gets the
+ * models' estimate of the slowest communicator's work. */
+precclResult_t precclGroupSimulateEnd(precclSimInfo_t* simInfo);
 
 /* ---- visibility ---- */
 typedef struct {

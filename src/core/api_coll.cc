@@ -39,6 +39,9 @@ precclResult_t resolveOp(precclComm* comm, precclRedOp_t op, precclDataType_t dt
 precclResult_t checkArgs(precclComm* comm, const char* fn, precclDataType_t dtype, size_t count, size_t blocks,
                          const void* sendbuff, bool needSend, const void* recvbuff, bool needRecv) {
   PRECCL_CHECK(checkComm(comm, fn));
+  if (comm->revoked.load())
+    return PRECCL_ERR(comm, precclInvalidUsage, "{}: the communicator was revoked (only Split, Shrink, Destroy and "
+                      "Abort remain)", fn);
   if (!dtypeValid(static_cast<int>(dtype)))
     return PRECCL_ERR(comm, precclInvalidArgument, "{}: invalid data type {}", fn, static_cast<int>(dtype));
   const size_t esz = dtypeSize(dtype);
@@ -164,5 +167,15 @@ precclResult_t precclRecv(void* recvbuff, size_t count, precclDataType_t datatyp
 
 precclResult_t precclGroupStart(void) { return groupStart(); }
 precclResult_t precclGroupEnd(void) { return groupEnd(); }
+
+precclResult_t precclGroupSimulateEnd(precclSimInfo_t* simInfo) {
+  if (!simInfo || simInfo->magic != PRECCL_SIM_INFO_MAGIC || simInfo->size < sizeof(precclSimInfo_t))
+    return PRECCL_ERR(nullptr, precclInvalidArgument,
+                      "GroupSimulateEnd: simInfo was not initialised with PRECCL_SIM_INFO_INITIALIZER");
+  double us = -1;
+  PRECCL_CHECK(groupSimulateEnd(&us));
+  simInfo->estimatedTime = static_cast<float>(us);
+  return precclSuccess;
+}
 
 }  // extern "C"

@@ -45,7 +45,18 @@ precclResult_t createRoot(precclUniqueId* id) {
   return precclSuccess;
 }
 
-precclResult_t initRank(precclComm** out, int nranks, precclUniqueId id, int rank, precclConfig_t* config) {
+}  // namespace
+
+namespace preccl {
+
+precclConfig_t inheritedConfig(const precclComm* parent) {
+  precclConfig_t cfg = PRECCL_CONFIG_INITIALIZER;
+  cfg.numVTs = parent->nVTs;
+  return cfg;
+}
+
+precclResult_t commCreate(precclComm** out, int nranks, const precclUniqueId& id, int rank, precclConfig_t* config,
+                          uint64_t joinSlackMs) {
   if (!out) return PRECCL_ERR(nullptr, precclInvalidArgument, "CommInitRank: comm pointer is NULL");
   *out = nullptr;
   if (nranks < 1) return PRECCL_ERR(nullptr, precclInvalidArgument, "CommInitRank: nranks={} must be >= 1", nranks);
@@ -60,6 +71,7 @@ precclResult_t initRank(precclComm** out, int nranks, precclUniqueId id, int ran
   PRECCL_CHECK(resolveConfig(config, &cfg));
   auto* comm = new precclComm();
   comm->cfg = cfg;
+  comm->joinSlackMs = joinSlackMs;
   registerComm(comm);
   *out = comm;
   if (cfg.blocking) {
@@ -81,7 +93,7 @@ precclResult_t initRank(precclComm** out, int nranks, precclUniqueId id, int ran
   return precclInProgress;
 }
 
-}  // namespace
+}  // namespace preccl
 
 extern "C" {
 
@@ -103,12 +115,27 @@ precclResult_t precclGetUniqueId(precclUniqueId* id) {
 }
 
 precclResult_t precclCommInitRank(precclComm_t* comm, int nranks, precclUniqueId id, int rank) {
-  return initRank(comm, nranks, id, rank, nullptr);
+  return commCreate(comm, nranks, id, rank, nullptr);
 }
 
 precclResult_t precclCommInitRankConfig(precclComm_t* comm, int nranks, precclUniqueId id, int rank,
                                         precclConfig_t* config) {
-  return initRank(comm, nranks, id, rank, config);
+  return commCreate(comm, nranks, id, rank, config);
+}
+
+precclResult_t precclCommInitRankScalable(precclComm_t* comm, int nranks, int rank, int nId,
+                                          precclUniqueId* commIds, precclConfig_t* config) {
+  if (nId < 1 || !commIds)
+    return PRECCL_ERR(nullptr, precclInvalidArgument, "CommInitRankScalable: {} ids at {}", nId,
+                      static_cast<void*>(commIds));
+  for (int i = 1; i < nId; i++) {
+    SockAddr a;
+    uint8_t secret[kSecretBytes];
+    uint32_t flags;
+    if (!decodeUniqueId(commIds[i], &a, secret, &flags))
+      return PRECCL_ERR(nullptr, precclInvalidArgument, "CommInitRankScalable: id {} is not a PReCCL id", i);
+  }
+  return commCreate(comm, nranks, commIds[0], rank, config);
 }
 
 precclResult_t precclCommInitAll(precclComm_t* comms, int ndev, const int* devlist) {
@@ -121,7 +148,7 @@ precclResult_t precclCommInitAll(precclComm_t* comms, int ndev, const int* devli
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; i++)
     threads.emplace_back([&, i] {
-      res[i] = initRank(&comms[i], ndev, id, i, nullptr);
+      res[i] = commCreate(&comms[i], ndev, id, i, nullptr);
       if (res[i] != precclSuccess) errs[i] = lastErrorText(nullptr);
     });
   for (auto& t : threads) t.join();
@@ -166,17 +193,16 @@ precclResult_t precclCommSplit(precclComm_t comm, int color, int key, precclComm
   memcpy(&id, all.data() + static_cast<size_t>(leader) * sizeof(id), sizeof(id));
   int newRank = 0;
   while (members[newRank].second != comm->rank) newRank++;
-  precclConfig_t cfg = PRECCL_CONFIG_INITIALIZER;
-  if (!config) {
-    cfg.numVTs = comm->nVTs;
-    config = &cfg;
-  }
-  return initRank(newcomm, static_cast<int>(members.size()), id, newRank, config);
+  precclConfig_t cfg = inheritedConfig(comm);
+  if (!config) config = &cfg;
+  return commCreate(newcomm, static_cast<int>(members.size()), id, newRank, config);
 }
 
 precclResult_t precclCommFinalize(precclComm_t comm) {
   if (isLiveComm(comm) && comm->initThread.joinable()) comm->initThread.join();
   PRECCL_CHECK(checkComm(comm, "CommFinalize"));
+  if (comm->revoked.load())
+    return PRECCL_ERR(comm, precclInvalidUsage, "CommFinalize: the communicator was revoked (destroy it)");
   // Work is synchronous per call or owned by a stream the user synchronises, and every call hands its
   // bytes to the kernel or to the peer's memory before it returns: nothing is left in flight here.
   std::lock_guard<std::mutex> lock(comm->execMutex);

@@ -35,6 +35,8 @@ const char* precclGetLastError(precclComm_t comm) {
   return lastErrorText(comm);
 }
 
+void precclResetDebugInit(void) { resetLogLevel(); }
+
 precclResult_t precclRedOpCreatePreMulSum(precclRedOp_t* op, void* scalar, precclDataType_t datatype,
                                           precclScalarResidence_t residence, precclComm_t comm) {
   PRECCL_CHECK(checkComm(comm, "RedOpCreatePreMulSum"));

@@ -80,6 +80,7 @@ void commFree(precclComm* comm, bool abort) {
   comm->shm.reset();
   comm->conns.clear();
   comm->bootstrap.leave();
+  closeFd(comm->shrinkListenFd);
   traceClose(comm);
   {
     std::lock_guard<std::mutex> lock(registryMutex);

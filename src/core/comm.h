@@ -25,6 +25,14 @@
 
 namespace preccl {
 
+// A buffer the user registered (CommRegister) or made a window of (CommWindowRegister). On the CPU build
+// it changes nothing in how bytes move; it is kept so that the handle can be checked and given back.
+struct Registration {
+  void* buff = nullptr;
+  size_t size = 0;
+  int winFlags = -1;  // -1: a CommRegister handle; otherwise a window's flags
+};
+
 struct UserOp {
   bool live = false;
   precclDataType_t dtype = precclFloat;
@@ -91,12 +99,24 @@ struct precclComm {
   uint32_t lastAttempts = 1;  // runs of the last collective: 1 + its retries after agreed aborts
   std::vector<preccl::UserOp> userOps;
   std::mutex opsMutex;
+  // CommRegister handles and CommWindowRegister windows not yet given back (core/api_mem.cc), under opsMutex.
+  std::vector<std::unique_ptr<preccl::Registration>> registrations;
 
   // Errors and abort.
   std::atomic<int> abortFlag{0};
   std::atomic<int> asyncError{precclSuccess};
   std::mutex errMutex;
   std::string lastError;  // under errMutex: set by raiseAsync, which any thread may call
+
+  // CommShrink: the listener this rank would host the new communicator's bootstrap root on, made at
+  // init so that the survivors know it without asking anyone (a dead rank may have hosted the old root).
+  int shrinkListenFd = -1;
+  bool shrunk = false;
+  // How much later than this rank the others may start init: for a shrunk communicator, the watchdog's
+  // bound, since a survivor may learn of the loss that much later than another (0 for a plain init).
+  uint64_t joinSlackMs = 0;
+  // CommRevoke: no more calls, only Split, Shrink, Destroy and Abort.
+  std::atomic<bool> revoked{false};
 
   // Nonblocking init.
   std::atomic<int> initState{precclInProgress};
@@ -114,5 +134,10 @@ bool isLiveComm(const precclComm* comm);
 // A usable communicator pointer (not null, not destroyed, init finished); otherwise an error result.
 precclResult_t checkComm(precclComm* comm, const char* fn);
 precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, int rank);
+// The whole of CommInitRankConfig: checks, config, then commInit (blocking, or on its own thread).
+precclResult_t commCreate(precclComm** out, int nranks, const precclUniqueId& id, int rank, precclConfig_t* config,
+                          uint64_t joinSlackMs = 0);
+// A config for a communicator made from `parent` (Split, Shrink without a config): the parent's VT count.
+precclConfig_t inheritedConfig(const precclComm* parent);
 void commFree(precclComm* comm, bool abort);
 }  // namespace preccl

@@ -73,7 +73,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   comm->rank = rank;
   comm->nranks = nranks;
   comm->commHash = hashSecret(comm->secret);
-  const uint64_t deadline = nowNs() + comm->cfg.timeoutMs * kMs;
+  const uint64_t deadline = nowNs() + (comm->cfg.timeoutMs + comm->joinSlackMs) * kMs;
 
   if ((flags & kIdRootOnRank0) && rank == 0) {
     SockAddr at = root;
@@ -106,6 +106,14 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
   mine.nearNics = comm->cfg.railAffinity ? nicsNearCaller(nicNames) : 0;  // read only where it is used
   const int fixedBuffer = comm->cfg.socketBuffer > 0 ? static_cast<int>(comm->cfg.socketBuffer) : 0;
   comm->net = std::make_unique<SocketTransport>(fixedBuffer, [nicNames] { bindThreadNearNics(nicNames); });
+  SockAddr shrinkAt;
+  shrinkAt.ss = nics[0].addr;
+  shrinkAt.len = nics[0].addrLen;
+  shrinkAt.setPort(0);
+  comm->shrinkListenFd = listenOn(&shrinkAt);
+  if (comm->shrinkListenFd < 0)
+    return PRECCL_ERR(comm, precclSystemError, "rank {}: cannot listen on {}: {}", rank, nics[0].name, strerror(errno));
+  mine.shrinkRoot = shrinkAt.ss;
   std::string err;
   if (comm->net->listen(nics, &mine, &err) != precclSuccess)
     return PRECCL_ERR(comm, precclSystemError, "rank {}: {}", rank, err);

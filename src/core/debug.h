@@ -12,6 +12,7 @@ namespace preccl {
 
 enum class LogLevel : int { None = 0, Warn = 1, Info = 2, Trace = 3 };
 LogLevel logLevel();  // PRECCL_DEBUG=WARN|INFO|TRACE (default WARN)
+void resetLogLevel(); // reads the variable again (precclResetDebugInit)
 void logLine(LogLevel level, const std::string& msg);
 
 // Records `msg` as this thread's last error (and the communicator's, when given) and returns `code`.

@@ -91,6 +91,36 @@ static Allocation allocate(precclComm* comm, const CctArgs& a, bool tree) {
                 comm->liveMask);
 }
 
+bool estimateCctNs(precclComm* comm, const CctArgs& a, uint64_t* ns) {
+  *ns = 0;
+  std::lock_guard<std::mutex> lock(comm->execMutex);  // the policy state changes under it
+  const bool p2p = a.coll == Coll::P2P;
+  size_t count = a.count;
+  if (p2p) {  // what this rank sends, in bytes (a group's P2P counts are bytes)
+    count = 0;
+    for (const P2POp& op : a.p2p)
+      if (op.isSend) count += op.count * dtypeSize(a.dtype);
+  }
+  if (count == 0 || comm->nranks == 1) return true;  // nothing crosses a VT
+  const bool tree = !p2p && useTree(comm, a);
+  AllocRequest req;
+  req.count = count;
+  req.elemBytes = p2p ? 1 : dtypeSize(a.dtype);
+  req.nVTs = comm->nVTs;
+  const AllocKey key = p2p ? AllocKey{} : allocKey(comm, a, tree);
+  const Allocation al = comm->cfg.policy == PolicyKind::Static || p2p
+                            ? equalAllocation(req, comm->liveMask)
+                            : currentShares(comm->policy, req, key, comm->liveMask);
+  for (int v = 0; v < comm->nVTs && v < static_cast<int>(al.vt.size()); v++) {
+    const uint64_t bytes = al.vt[v].count * req.elemBytes * key.wireNum / key.wireDen;
+    if (bytes == 0) continue;
+    const uint64_t t = modelEstimateNs(comm->policy.model, v, bytes);
+    if (t == 0) return false;  // nothing known yet
+    *ns = std::max(*ns, t);
+  }
+  return true;
+}
+
 static bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask, v); }
 
 // Whether this CCT's slots carry every rank's cargo to every rank on VT v: a ring AllReduce whose range

@@ -10,4 +10,7 @@ namespace preccl {
 precclResult_t launchCct(precclComm* comm, const CctArgs& a);
 // Entry of every collective and point-to-point call after its arguments were checked.
 precclResult_t submit(precclComm* comm, precclStream_t stream, CctArgs a);
+// The models' estimate of a's time on this rank, from the shares its class holds now (nothing changes);
+// false while some VT it would use has no model yet.
+bool estimateCctNs(precclComm* comm, const CctArgs& a, uint64_t* ns);
 }

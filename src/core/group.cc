@@ -1,5 +1,6 @@
 #include "core/group.h"
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -84,6 +85,30 @@ precclResult_t groupEnd() {
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < now.size(); i++)
     if (res[i] != precclSuccess) return setError(now[i]->comm, res[i], errs[i]);
+  return precclSuccess;
+}
+
+precclResult_t groupSimulateEnd(double* estimatedUs) {
+  if (tls.depth == 0) return PRECCL_ERR(nullptr, precclInvalidUsage, "GroupSimulateEnd without a matching GroupStart");
+  *estimatedUs = -1;
+  if (--tls.depth > 0) return precclSuccess;
+  std::vector<Batch> batches = std::move(tls.batches);
+  tls.batches.clear();
+  // The communicators would run concurrently: the slowest one's calls, one after another, set the time.
+  uint64_t worst = 0;
+  for (const Batch& b : batches) {
+    uint64_t ns = 0, t = 0;
+    for (const CctArgs& a : b.collectives) {
+      if (!estimateCctNs(b.comm, a, &t)) return precclSuccess;  // unknown
+      ns += t;
+    }
+    if (!b.p2p.p2p.empty()) {
+      if (!estimateCctNs(b.comm, b.p2p, &t)) return precclSuccess;
+      ns += t;
+    }
+    worst = std::max(worst, ns);
+  }
+  *estimatedUs = static_cast<double>(worst) / 1000.0;
   return precclSuccess;
 }
 

@@ -12,4 +12,7 @@ int groupDepth();
 precclResult_t groupAdd(precclComm* comm, precclStream_t stream, CctArgs a);
 precclResult_t groupStart();
 precclResult_t groupEnd();
+// Closes the group like groupEnd but drops its calls; *estimatedUs: the models' estimate of the slowest
+// communicator's calls (-1: not the outermost end, or no model yet).
+precclResult_t groupSimulateEnd(double* estimatedUs);
 }

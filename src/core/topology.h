@@ -27,6 +27,7 @@ struct RankInfo {
   uint32_t nslots;
   uint32_t slotBytes;
   sockaddr_storage nicAddr[kMaxNics];  // listening address (with port) per NIC
+  sockaddr_storage shrinkRoot;         // where this rank hosts the bootstrap root if it leads a CommShrink
   char nicName[kMaxNics][16];
 };
 
