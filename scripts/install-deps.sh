@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages PReCCL builds, tests and benchmarks with; does nothing when all are present.
 set -euo pipefail
-pkgs=(cmake make g++ pkg-config libfmt-dev catch2 libhwloc-dev openmpi-bin libopenmpi-dev libgloo-dev iproute2 python3)
+pkgs=(cmake make g++ pkg-config libfmt-dev catch2 libhwloc-dev openmpi-bin libopenmpi-dev libgloo-dev iproute2 python3
+      python3-torch libtorch-dev pybind11-dev python3-setuptools ninja-build)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
