@@ -120,6 +120,9 @@ def cmd_run(a):
     peer_dir = os.path.dirname(bins["preccl"])  # the peers are built next to preccl-perf
     bins["openmpi"] = os.path.abspath(a.mpi or os.path.join(peer_dir, "perf-mpi"))
     bins["gloo"] = os.path.abspath(a.gloo or os.path.join(peer_dir, "perf-gloo"))
+    # The torch systems: the build's python directory, where preccl_torch is (bindings/torch).
+    torch_dir = os.path.join(os.path.dirname(peer_dir), "python")
+    bins["torch"] = torch_dir if os.path.isdir(os.path.join(torch_dir, "preccl_torch")) else None
     origin = {"commit": _source_commit(), "command": "python3 perf/testbed " + shlex.join(sys.argv[1:])}
     r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins, origin=origin)
     sys.exit(0 if r["passed"] else 1)

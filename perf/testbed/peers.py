@@ -10,6 +10,10 @@
 - `gloo[-<algorithm>]-concurrent`: every AllReduce, Broadcast and Reduce as one operation per context
   (one per NIC) on its share of the buffer, at once, as DDP's concurrent buckets use PyTorch's devices;
   the other collectives skip the leg.
+- `torch-preccl`, `torch-gloo`: PyTorch's torch.distributed with the preccl backend (bindings/torch) or
+  its own gloo (over every NIC: GLOO_SOCKET_IFNAME lists them, one device per NIC, operations round-robin),
+  launched by torchrun in every host, AllReduce only (perf/torch_bench.py); `-ddp` runs DDP training
+  steps instead, whose gradients are the leg's bytes.
 - `openmpi-best`, `gloo-best`: per collective, the peer's fastest system on the bed (BEST, measured with
   perf/peer_algorithms.sh: docs/results.md, "Peers at their best"). A leg runs, and is recorded, under the
   name it resolves to, so every result names the algorithm that produced it.
@@ -17,6 +21,7 @@
 import re
 
 SYSTEM_RE = re.compile(r"^(openmpi|gloo)(-[a-z_]+)?(-[a-z_]+)?$")
+TORCH_RE = re.compile(r"^torch-(preccl|gloo)(-ddp)?$")
 CONCURRENT = "-concurrent"
 
 # coll_tuned's algorithm ids (OpenMPI 4.1, `ompi_info --param coll tuned --level 9`), per collective as the
@@ -81,11 +86,23 @@ def resolve(system, collective):
 
 
 def is_peer(system):
-    return _parts(system) is not None
+    return _parts(system) is not None or is_torch(system)
+
+
+def is_torch(system):
+    return TORCH_RE.match(system) is not None
+
+
+def torch_backend(system):
+    """(backend, whether it runs DDP steps) of a torch system."""
+    m = TORCH_RE.match(system)
+    return m.group(1), bool(m.group(2))
 
 
 def kind(system):
-    """"openmpi" or "gloo" for a peer, "preccl" otherwise: which binary runs the leg."""
+    """"openmpi", "gloo" or "torch" for a peer, "preccl" otherwise: what runs the leg."""
+    if is_torch(system):
+        return "torch"
     p = _parts(system)
     return p[0] if p else "preccl"
 
@@ -117,6 +134,8 @@ def concurrent(system):
 
 def valid(system):
     """A peer name this module knows (the algorithm may still not exist for some collective)."""
+    if is_torch(system):
+        return True
     algo = algorithm(system)
     if algo == BEST_ALIAS:
         return not concurrent(system)
@@ -129,6 +148,8 @@ def valid(system):
 
 def skip_reason(system, collective):
     """Why this peer cannot run this collective, or None."""
+    if is_torch(system):
+        return None if collective == "allreduce" else "the torch systems run AllReduce (or DDP's, with -ddp)"
     if collective not in PEER_COLLECTIVES:
         return f"the peer benchmarks do {', '.join(PEER_COLLECTIVES)}"
     algo = algorithm(system)

@@ -11,6 +11,10 @@
   its own UTS namespace, hostname = the namespace's name); it reaches the other hosts through
   mpi_rsh_agent.sh (`ip netns exec` + `unshare --uts`). The TCP BTL stripes over every rail subnet; the
   out-of-band channel stays on rail 0. A forced algorithm is coll_tuned's MCA setting (peers.py).
+- torch (`torch-preccl`, `torch-gloo`, `-ddp`): one `torchrun` per host namespace (static rendezvous at
+  host 0's rail-0 address), ranks_per_host workers each running perf/torch_bench.py with that backend;
+  PYTHONPATH names the build's python directory (preccl_torch). PReCCL finds the rails as for
+  `preccl-*` (with the scenario's env), Gloo gets one device per rail (GLOO_SOCKET_IFNAME=rail0,rail1,...).
 Every system gets --iter-csv (rank 0 writes one row per timed iteration).
 """
 import os
@@ -25,7 +29,11 @@ import leg_files
 import peers
 
 ROOT_PORT = 29500
+TORCH_PORT = 29400
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's, the one with python3-torch
 HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH_BENCH = os.path.join(os.path.dirname(HERE), "torch_bench.py")
+TORCHRUN = os.path.join(os.path.dirname(HERE), "torchrun.py")  # torchrun, fixed for torch 1.13 on Python 3.11
 RSH_AGENT = os.path.join(HERE, "mpi_rsh_agent.sh")
 
 
@@ -104,6 +112,14 @@ class Ranks:
             if preccl_system(self.system)[2]:
                 env["PRECCL_RELAY"] = "off"
             env.pop("PRECCL_COMM_ID", None)  # preccl-perf derives it from PRECCL_ROOT_ADDR
+        if peers.is_torch(self.system):
+            backend = peers.torch_backend(self.system)[0]
+            if backend == "preccl":
+                env.update(self.sc.env)
+                env.update({"PRECCL_SOCKET_IFNAME": names.NIC_NAME, "PRECCL_TIMEOUT": str(self.sc.timeout)})
+            env.update({"PYTHONPATH": self.bins["torch"], "OMP_NUM_THREADS": "1",
+                        "GLOO_SOCKET_IFNAME": ",".join(names.nic(k) for k in range(self.bed.nics))})
+            env.pop("PRECCL_COMM_ID", None)
         return env
 
     def command(self, rank=0):
@@ -118,6 +134,13 @@ class Ranks:
                     "--iter-csv", self.iter_csv]
         if peers.kind(self.system) == "openmpi":
             return self._mpirun()
+        if peers.is_torch(self.system):
+            backend, ddp = peers.torch_backend(self.system)
+            g = self.sc.ranks_per_host
+            return [TORCH_PYTHON, TORCHRUN, "--nnodes", str(self.bed.hosts),
+                    "--nproc_per_node", str(g), "--node_rank", str(rank // g), "--master_addr", names.address(0, 0),
+                    "--master_port", str(TORCH_PORT), TORCH_BENCH, *peer_args(self.sc), "--backend", backend,
+                    *(["--ddp"] if ddp else []), "--iter-csv", self.iter_csv]
         raise ValueError(f"unknown system {self.system!r}")
 
     def _mpirun(self):
@@ -149,6 +172,8 @@ class Ranks:
             shutil.copyfile(RSH_AGENT, agent)
             os.chmod(agent, 0o755)
             launches = [(0, 0)]
+        elif peers.is_torch(self.system):  # one torchrun per host starts its ranks
+            launches = [(h * self.sc.ranks_per_host, h) for h in range(self.bed.hosts)]
         else:
             launches = [(h * self.sc.ranks_per_host + g, h) for h in range(self.bed.hosts)
                         for g in range(self.sc.ranks_per_host)]

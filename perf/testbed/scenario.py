@@ -25,7 +25,7 @@ SYSTEM_RE = re.compile(r"^preccl-[a-z][a-z0-9_]*(-tree|-ring)?(-norelay)?$")
 
 
 SYSTEMS_WANTED = ("preccl-<policy>[-tree|-ring][-norelay] (e.g. preccl-static), openmpi[-<algorithm>] "
-                  "or gloo[-<allreduce algorithm>][-concurrent], or <peer>-best")
+                  "or gloo[-<allreduce algorithm>][-concurrent], or <peer>-best, or torch-preccl|gloo[-ddp]")
 
 
 def valid_system(name):

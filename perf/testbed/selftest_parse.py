@@ -73,6 +73,8 @@ CASES = [
     ('[run]\nsystems = ["openmpi", "openmpi-ring", "openmpi-pipeline", "gloo-ring_chunked", "gloo-bcube",'
      ' "gloo-concurrent", "gloo-ring_chunked-concurrent"]\n', None),
     ('[run]\nsystems = ["openmpi-best", "gloo-best"]\n', None),
+    ('[run]\nsystems = ["torch-preccl", "torch-gloo", "torch-preccl-ddp", "torch-gloo-ddp"]\n', None),
+    ('[run]\nsystems = ["torch-nccl"]\n', ["[run] key 'systems'", "'torch-nccl'", "torch-preccl|gloo[-ddp]"]),
     ('[run]\nsystems = ["gloo-best-concurrent"]\n', ["[run] key 'systems'", "'gloo-best-concurrent'"]),
     ('[run]\nsystems = ["openmpi-ring-concurrent"]\n', ["[run] key 'systems'", "'openmpi-ring-concurrent'"]),
     ('[run]\nsystems = ["openmpi-fastest"]\n', ["[run] key 'systems'", "'openmpi-fastest'", "openmpi[-<algorithm>]"]),
