@@ -83,21 +83,34 @@ precclRedOp_t reduceOp(const ReduceOp& op, const at::Tensor& t, const char* fn) 
   }
 }
 
+// Everything a reduction needs, checked when the call is made (an unsupported dtype or op is the caller's
+// error, raised in the caller's thread).
+struct Reduction {
+  precclDataType_t type;
+  size_t count;
+  precclRedOp_t base;      // precclNumOps: PREMUL_SUM, made per call
+  ReduceOp op;
+  at::ScalarType factorType;  // PREMUL_SUM's factor: the tensor's real type
+};
+Reduction reduction(const at::Tensor& t, const ReduceOp& op, const char* fn) {
+  const ReduceType rt = reduceType(t, fn);
+  return {rt.type, rt.count, reduceOp(op, t, fn), op,
+          t.is_complex() ? c10::toRealValueType(t.scalar_type()) : t.scalar_type()};
+}
+
 // The op to run with, made on the worker thread (PREMUL_SUM's factor is read there, as NCCL reads a
 // host scalar when the op is created) and destroyed after the call.
 class OpHandle {
  public:
-  OpHandle(precclComm_t comm, const ReduceOp& op, precclRedOp_t base, const at::Tensor& t, precclDataType_t type)
-      : comm_(comm), op_(base) {
-    if (base != precclNumOps) return;
-    auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  OpHandle(precclComm_t comm, const Reduction& r) : comm_(comm), op_(r.base) {
+    if (r.base != precclNumOps) return;
+    auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(r.op.supplement_.get());
     TORCH_CHECK(sup, "preccl: PREMUL_SUM without its factor");
     at::Tensor factor = sup->tensor_factors.empty()
                             ? at::scalar_tensor(sup->double_factor, at::TensorOptions().dtype(at::kDouble))
                             : sup->tensor_factors[0].to(at::kCPU).reshape({-1}).select(0, 0);
-    const at::ScalarType real = t.is_complex() ? c10::toRealValueType(t.scalar_type()) : t.scalar_type();
-    scalar_ = factor.to(real).contiguous();
-    check(precclRedOpCreatePreMulSum(&op_, scalar_.data_ptr(), type, precclScalarHostImmediate, comm), comm,
+    scalar_ = factor.to(r.factorType).contiguous();
+    check(precclRedOpCreatePreMulSum(&op_, scalar_.data_ptr(), r.type, precclScalarHostImmediate, comm), comm,
           "RedOpCreatePreMulSum");
     made_ = true;
   }
@@ -208,13 +221,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::allreduce(std::vector<at::Ten
                                                              const c10d::AllreduceOptions& opts) {
   at::Tensor t = one(tensors, "allreduce");
   checkTensor(t, "allreduce");
-  const ReduceType rt = reduceType(t, "allreduce");
-  const precclRedOp_t base = reduceOp(opts.reduceOp, t, "allreduce");
-  const ReduceOp op = opts.reduceOp;
-  return enqueue(OpType::ALLREDUCE, {t}, [this, t, rt, base, op]() mutable {
-    OpHandle h(comm_, op, base, t, rt.type);
+  const Reduction rd = reduction(t, opts.reduceOp, "allreduce");
+  return enqueue(OpType::ALLREDUCE, {t}, [this, t, rd]() mutable {
+    OpHandle h(comm_, rd);
     onContiguous(t, [&](at::Tensor& c) {
-      check(precclAllReduce(c.data_ptr(), c.data_ptr(), rt.count, rt.type, h.get(), comm_, nullptr), comm_,
+      check(precclAllReduce(c.data_ptr(), c.data_ptr(), rd.count, rd.type, h.get(), comm_, nullptr), comm_,
             "AllReduce");
     });
   });
@@ -233,13 +244,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::allreduce_coalesced(std::vect
     for (const at::Tensor& t : tensors) v.push_back(t.reshape({-1}));
     return v;
   }());
-  const ReduceType rt = reduceType(flat, "allreduce_coalesced");
-  const precclRedOp_t base = reduceOp(opts.reduceOp, flat, "allreduce_coalesced");
-  const ReduceOp op = opts.reduceOp;
+  const Reduction rd = reduction(flat, opts.reduceOp, "allreduce_coalesced");
   std::vector<at::Tensor> outs = tensors;
-  return enqueue(OpType::ALLREDUCE_COALESCED, outs, [this, flat, outs, rt, base, op]() mutable {
-    OpHandle h(comm_, op, base, flat, rt.type);
-    check(precclAllReduce(flat.data_ptr(), flat.data_ptr(), rt.count, rt.type, h.get(), comm_, nullptr), comm_,
+  return enqueue(OpType::ALLREDUCE_COALESCED, outs, [this, flat, outs, rd]() mutable {
+    OpHandle h(comm_, rd);
+    check(precclAllReduce(flat.data_ptr(), flat.data_ptr(), rd.count, rd.type, h.get(), comm_, nullptr), comm_,
           "AllReduce");
     int64_t off = 0;
     for (at::Tensor& t : outs) {
@@ -253,14 +262,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::reduce(std::vector<at::Tensor
                                                           const c10d::ReduceOptions& opts) {
   at::Tensor t = one(tensors, "reduce");
   checkTensor(t, "reduce");
-  const ReduceType rt = reduceType(t, "reduce");
-  const precclRedOp_t base = reduceOp(opts.reduceOp, t, "reduce");
-  const ReduceOp op = opts.reduceOp;
+  const Reduction rd = reduction(t, opts.reduceOp, "reduce");
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(OpType::REDUCE, {t}, [this, t, rt, base, op, root]() mutable {
-    OpHandle h(comm_, op, base, t, rt.type);
+  return enqueue(OpType::REDUCE, {t}, [this, t, rd, root]() mutable {
+    OpHandle h(comm_, rd);
     onContiguous(t, [&](at::Tensor& c) {
-      check(precclReduce(c.data_ptr(), c.data_ptr(), rt.count, rt.type, h.get(), root, comm_, nullptr), comm_,
+      check(precclReduce(c.data_ptr(), c.data_ptr(), rd.count, rd.type, h.get(), root, comm_, nullptr), comm_,
             "Reduce");
     });
   });
@@ -387,15 +394,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::_reduce_scatter_base(at::Tens
   checkTensor(output, "reduce_scatter");
   TORCH_CHECK(input.numel() == output.numel() * getSize() && input.scalar_type() == output.scalar_type(),
               "preccl reduce_scatter: the input must hold world_size outputs of the same dtype");
-  const ReduceType rt = reduceType(output, "reduce_scatter");
-  const precclRedOp_t base = reduceOp(opts.reduceOp, output, "reduce_scatter");
-  const ReduceOp op = opts.reduceOp;
+  const Reduction rd = reduction(output, opts.reduceOp, "reduce_scatter");
   at::Tensor in = input, out = output;
-  return enqueue(OpType::_REDUCE_SCATTER_BASE, {out}, [this, in, out, rt, base, op]() mutable {
-    OpHandle h(comm_, op, base, out, rt.type);
+  return enqueue(OpType::_REDUCE_SCATTER_BASE, {out}, [this, in, out, rd]() mutable {
+    OpHandle h(comm_, rd);
     at::Tensor src = in.contiguous();
     onContiguous(out, [&](at::Tensor& c) {
-      check(precclReduceScatter(src.data_ptr(), c.data_ptr(), rt.count, rt.type, h.get(), comm_, nullptr), comm_,
+      check(precclReduceScatter(src.data_ptr(), c.data_ptr(), rd.count, rd.type, h.get(), comm_, nullptr), comm_,
             "ReduceScatter");
     });
   });

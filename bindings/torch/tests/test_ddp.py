@@ -8,16 +8,15 @@ largest difference and fails above 1e-5 relative. Run: /usr/bin/python3 test_ddp
 """
 import datetime
 import os
-import socket
 import sys
 import traceback
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import preccl_torch  # noqa: F401
+from launch import spawn
 
 REL_TOL = 1e-5
 
@@ -62,20 +61,7 @@ def worker(rank, size, port, steps, queue):
 def main():
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 4
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, size, port, steps, queue)) for r in range(size)]
-    for p in procs:
-        p.start()
-    results = sorted((queue.get(timeout=600) for _ in procs), key=lambda o: o["rank"])
-    for p in procs:
-        p.join(60)
+    results, codes = spawn(worker, size, steps)
     bad = False
     worst = 0.0
     for o in results:
@@ -97,7 +83,7 @@ def main():
         print(f"rank 0 loss: step 1 {r0['ours'][0]:.6f}, step {steps} preccl {r0['ours'][-1]:.8f} "
               f"gloo {r0['theirs'][-1]:.8f}")
     print(f"test_ddp: {size} ranks x {steps} steps, largest relative loss difference preccl vs gloo {worst:.3g}")
-    sys.exit(1 if bad or any(p.exitcode != 0 for p in procs) else 0)
+    sys.exit(1 if bad or any(c != 0 for c in codes) else 0)
 
 
 if __name__ == "__main__":

@@ -8,17 +8,16 @@ build every rank's input. Run: /usr/bin/python3 test_ops.py [nprocs]  (PYTHONPAT
 """
 import datetime
 import os
-import socket
 import sys
 import traceback
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 import warnings
 
 import preccl_torch  # noqa: F401  registers "preccl"
+from launch import spawn
 
 warnings.filterwarnings("ignore", message=".*is a private function.*")  # _all_gather_base and friends
 
@@ -312,28 +311,15 @@ def worker(rank, size, port, queue):
 
 def main():
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 4
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, size, port, queue)) for r in range(size)]
-    for p in procs:
-        p.start()
-    results = [queue.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(60)
+    results, codes = spawn(worker, size)
     bad = 0
-    for rank, fails, count, checked in sorted(results):
+    for rank, fails, count, checked in results:
         for f in fails:
             print(f"rank {rank}: FAILED {f}")
         bad += count
         print(f"rank {rank}: {checked['gloo']} results compared with gloo's, {checked['reference']} with the reference")
     print(f"test_ops: {size} ranks, {bad} failures")
-    sys.exit(1 if bad or any(p.exitcode != 0 for p in procs) else 0)
+    sys.exit(1 if bad or any(c != 0 for c in codes) else 0)
 
 
 if __name__ == "__main__":
