@@ -9,6 +9,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "device/hd.h"
+
 namespace preccl::fp {
 
 // All paths are computed and then selected (no branches): the reduction loops convert every element,
@@ -16,7 +18,7 @@ namespace preccl::fp {
 // vectorise the loops. Wrapped intermediate values of the unused paths are discarded by the selects.
 
 // ---- half (IEEE binary16) ----
-inline uint16_t floatToHalf(float f) {
+PRECCL_HD inline uint16_t floatToHalf(float f) {
   const uint32_t all = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (all >> 16) & 0x8000u;
   const uint32_t x = all & 0x7fffffffu;
@@ -31,7 +33,7 @@ inline uint16_t floatToHalf(float f) {
   return uint16_t(x > 0x7f800000u ? 0x7fffu : r);  // NaN
 }
 
-inline float halfToFloat(uint16_t h) {
+PRECCL_HD inline float halfToFloat(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t o = uint32_t(h & 0x7fffu) << 13;
   const uint32_t exp = o & 0x0f800000u;
@@ -44,16 +46,16 @@ inline float halfToFloat(uint16_t h) {
 }
 
 // ---- bfloat16 ----
-inline uint16_t floatToBf16(float f) {
+PRECCL_HD inline uint16_t floatToBf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;  // half to even; overflow carries into inf
   return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r);
 }
 
-inline float bf16ToFloat(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
+PRECCL_HD inline float bf16ToFloat(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
 
 // ---- fp8 e4m3 (e4m3fn: bias 7, no inf, NaN = s.1111.111, max 448) ----
-inline uint8_t floatToFp8E4M3(float f) {
+PRECCL_HD inline uint8_t floatToFp8E4M3(float f) {
   const uint32_t all = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (all >> 24) & 0x80u;
   const uint32_t x = all & 0x7fffffffu;
@@ -67,7 +69,7 @@ inline uint8_t floatToFp8E4M3(float f) {
 }
 
 // ---- fp8 e5m2 (bias 15, inf = s.11111.00, NaN = s.11111.{01,10,11}, max 57344) ----
-inline uint8_t floatToFp8E5M2(float f) {
+PRECCL_HD inline uint8_t floatToFp8E5M2(float f) {
   const uint32_t all = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (all >> 24) & 0x80u;
   const uint32_t x = all & 0x7fffffffu;
@@ -81,7 +83,7 @@ inline uint8_t floatToFp8E5M2(float f) {
 }
 
 // fp8 -> float: every value is exact in float; decode by formula (used to build the lookup tables).
-constexpr float fp8Decode(uint8_t v, int expBits, int manBits, bool hasInf) {
+PRECCL_HD constexpr float fp8Decode(uint8_t v, int expBits, int manBits, bool hasInf) {
   const int bias = (1 << (expBits - 1)) - 1;
   const uint32_t sign = uint32_t(v & 0x80u) << 24;
   const int e = (v >> manBits) & ((1 << expBits) - 1);
@@ -112,7 +114,20 @@ constexpr Fp8Table makeFp8Table(int expBits, int manBits, bool hasInf) {
 inline constexpr Fp8Table kE4M3 = makeFp8Table(4, 3, false);
 inline constexpr Fp8Table kE5M2 = makeFp8Table(5, 2, true);
 
-inline float fp8E4M3ToFloat(uint8_t v) { return kE4M3.v[v]; }
-inline float fp8E5M2ToFloat(uint8_t v) { return kE5M2.v[v]; }
+// A kernel decodes by the formula the tables are built from (host tables are not device memory).
+PRECCL_HD inline float fp8E4M3ToFloat(uint8_t v) {
+#if defined(__CUDA_ARCH__)
+  return fp8Decode(v, 4, 3, false);
+#else
+  return kE4M3.v[v];
+#endif
+}
+PRECCL_HD inline float fp8E5M2ToFloat(uint8_t v) {
+#if defined(__CUDA_ARCH__)
+  return fp8Decode(v, 5, 2, true);
+#else
+  return kE5M2.v[v];
+#endif
+}
 
 }  // namespace preccl::fp

@@ -7,18 +7,8 @@ namespace preccl {
 
 void reduceCopy(const RedOp& op, precclDataType_t t, size_t n, const void* local, const void* const* recv,
                 int nrecv, void* const* outs, int nout, bool applyPost) {
-  if (n == 0 || nrecv < 0 || nrecv > 4 || nout <= 0 || nout > 4) return;
   red::Args a;
-  a.n = n;
-  if (local != nullptr) a.src[a.nsrc++] = local;
-  for (int k = 0; k < nrecv; ++k) a.src[a.nsrc++] = recv[k];
-  if (a.nsrc == 0) return;
-  a.nout = nout;
-  for (int o = 0; o < nout; ++o) a.out[o] = outs[o];
-  a.kind = op.kind;
-  a.pre = op.preMul && local != nullptr;
-  a.scalar = op.scalar;
-  a.postDivide = applyPost && op.postDivide > 0 ? op.postDivide : 0;
+  if (!red::resolve(op, n, local, recv, nrecv, outs, nout, applyPost, &a)) return;
   switch (t) {
     case precclInt8:
     case precclUint8:

@@ -13,24 +13,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "device/float_bits.h"
 #include "device/reduce.h"
+#include "device/reduce_arith.h"
 
 namespace preccl::red {
-
-// Everything reduceCopy resolved: sources in order (local first when present), outputs, and the
-// pre-multiply / post-divide that apply to this call.
-struct Args {
-  size_t n = 0;
-  int nsrc = 0;
-  const void* src[5] = {};
-  int nout = 0;
-  void* out[4] = {};
-  RedKind kind = RedKind::Sum;
-  bool pre = false;                  // multiply src[0] (the local input) by scalar
-  const unsigned char* scalar = nullptr;
-  int postDivide = 0;                // > 0: divide the result by this
-};
 
 void runInt(precclDataType_t t, const Args& a);
 void runFloat(precclDataType_t t, const Args& a);
@@ -46,103 +32,10 @@ template <class S> inline S ld(const unsigned char* p, size_t i) {
 template <class S> inline void st(unsigned char* p, size_t i, S v) { std::memcpy(p + i * sizeof(S), &v, sizeof(S)); }
 using Bytes = unsigned char;
 
-// ---- arithmetic of each family; S is the storage type ----
-
-// Integers: sum and prod wrap modulo 2^bits (done in the unsigned type); Avg divides like C++ `r / n`.
-template <class T> struct IntArith {
-  using S = T;
-  using U = std::make_unsigned_t<T>;
-  using Div = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
-  static Div makeDiv(int n) { return Div(n); }
-  static S sum(S a, S b) { return S(U(U(a) + U(b))); }
-  static S prod(S a, S b) { return S(U(U(a) * U(b))); }
-  static S max(S a, S b) { return a > b ? a : b; }
-  static S min(S a, S b) { return a < b ? a : b; }
-  static S div(S a, Div n) { return S(Div(a) / n); }
-};
-
-// float / double: one IEEE operation per step in the type itself; NaN propagates through max/min.
-template <class T> struct FloatArith {
-  using S = T;
-  using Div = T;
-  static Div makeDiv(int n) { return T(n); }
-  static S sum(S a, S b) { return a + b; }
-  static S prod(S a, S b) { return a * b; }
-  // (a > b || isnan(a)) ? a : b, written in the form GCC (12) vectorises for both float and double.
-  static S max(S a, S b) {
-    const S t = a > b ? a : b;
-    return a != a ? a : t;
-  }
-  static S min(S a, S b) {
-    const S t = a < b ? a : b;
-    return a != a ? a : t;
-  }
-  static S div(S a, Div n) { return a / n; }
-};
-
-// half, bf16, fp8: each operation widens both operands to float, computes in float and rounds back.
-template <class Codec> struct LowpArith {
-  using S = typename Codec::S;
-  using Div = float;
-  static Div makeDiv(int n) { return float(n); }
-  static float w(S x) { return Codec::toFloat(x); }
-  static S r(float x) { return Codec::fromFloat(x); }
-  static S sum(S a, S b) { return r(w(a) + w(b)); }
-  static S prod(S a, S b) { return r(w(a) * w(b)); }
-  static S max(S a, S b) {
-    const float x = w(a), y = w(b);
-    return r(__builtin_isnan(x) ? x : (x > y ? x : y));
-  }
-  static S min(S a, S b) {
-    const float x = w(a), y = w(b);
-    return r(__builtin_isnan(x) ? x : (x < y ? x : y));
-  }
-  static S div(S a, Div n) { return r(w(a) / n); }
-};
-
-struct HalfCodec {
-  using S = uint16_t;
-  static float toFloat(S x) { return fp::halfToFloat(x); }
-  static S fromFloat(float f) { return fp::floatToHalf(f); }
-};
-struct Bf16Codec {
-  using S = uint16_t;
-  static float toFloat(S x) { return fp::bf16ToFloat(x); }
-  static S fromFloat(float f) { return fp::floatToBf16(f); }
-};
-struct E4M3Codec {
-  using S = uint8_t;
-  static float toFloat(S x) { return fp::fp8E4M3ToFloat(x); }
-  static S fromFloat(float f) { return fp::floatToFp8E4M3(f); }
-};
-struct E5M2Codec {
-  using S = uint8_t;
-  static float toFloat(S x) { return fp::fp8E5M2ToFloat(x); }
-  static S fromFloat(float f) { return fp::floatToFp8E5M2(f); }
-};
-
-template <class A, RedKind K> inline typename A::S apply(typename A::S a, typename A::S b) {
-  if constexpr (K == RedKind::Sum) return A::sum(a, b);
-  else if constexpr (K == RedKind::Prod) return A::prod(a, b);
-  else if constexpr (K == RedKind::Max) return A::max(a, b);
-  else return A::min(a, b);
-}
-
 // Block length of the fixed-trip inner loops (a multiple of every vector width).
 constexpr size_t kBlock = 64;
 // Tile length of the generic path, in elements (a 4 KiB stack buffer at most).
 constexpr size_t kTile = 512;
-
-// One element of the fused kernels: optional pre-multiply of the first source, the reduction with the
-// second source (NSRC == 2), optional post-divide.
-template <class A, RedKind K, int NSRC, bool PRE, bool POST>
-inline typename A::S element(typename A::S x0, typename A::S x1, typename A::S scalar, typename A::Div div) {
-  typename A::S r = x0;
-  if constexpr (PRE) r = A::prod(r, scalar);
-  if constexpr (NSRC == 2) r = apply<A, K>(r, x1);
-  if constexpr (POST) r = A::div(r, div);
-  return r;
-}
 
 // out0 (and out1 when NOUT == 2) = post(pre(src0) (+) src1). The pointers are restrict *parameters*
 // (GCC only trusts restrict there without runtime alias checks). Outputs may alias a source at the same
