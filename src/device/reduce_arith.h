@@ -27,7 +27,7 @@ struct Args {
 
 // reduceCopy's call resolved (device/reduce.h has the contract): the local input first, then the
 // received ones; false when there is nothing to do. The host loops and the CUDA kernel both start here.
-inline bool resolve(const RedOp& op, size_t n, const void* local, const void* const* recv, int nrecv,
+PRECCL_HD inline bool resolve(const RedOp& op, size_t n, const void* local, const void* const* recv, int nrecv,
                     void* const* outs, int nout, bool applyPost, Args* a) {
   if (n == 0 || nrecv < 0 || nrecv > 4 || nout <= 0 || nout > 4) return false;
   a->n = n;

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <string>
 
+#include "device/hd.h"
 #include "policy/telemetry.h"
 #include "transport/doorbell.h"
+#include "transport/fifo_atomic.h"
 
 namespace preccl {
 
@@ -55,11 +57,12 @@ struct Fifo {
     nslots = n;
     slotBytes = bytes;
   }
-  char* slot(uint64_t i) const { return data + (i % nslots) * slotBytes; }
-  SlotHdr& hdr(uint64_t i) const { return ctrl->hdr[i % nslots]; }
+  PRECCL_HD char* slot(uint64_t i) const { return data + (i % nslots) * slotBytes; }
+  PRECCL_HD SlotHdr& hdr(uint64_t i) const { return ctrl->hdr[i % nslots]; }
 };
 
-// The FIFO protocol, the only code that touches a FIFO's counters. The producer fills the slot at its tail
+// The FIFO protocol, the only code that touches a FIFO's counters (through fifo_atomic.h). The CUDA kernels
+// use these same classes (docs/gpu.md); there nobody sleeps, so nobody is woken. The producer fills the slot at its tail
 // and publishes it (tail + 1, release); the consumer reads the slot at its head and releases it (head + 1,
 // release); each wakes the other end after its store. Each end caches the other's counter from its last
 // look, so a FIFO with room or with slots waiting costs no shared read. The executor is the producer of
@@ -72,22 +75,24 @@ class FifoProducer {
     consumer_ = consumer;
     tail_ = headSeen_ = 0;
   }
-  const Fifo& fifo() const { return f_; }
-  bool hasRoom() {
+  PRECCL_HD const Fifo& fifo() const { return f_; }
+  PRECCL_HD bool hasRoom() {
     if (tail_ - headSeen_ < f_.nslots) return true;
-    headSeen_ = f_.ctrl->head.load(std::memory_order_acquire);
+    headSeen_ = counterLoad(f_.ctrl->head);
     return tail_ - headSeen_ < f_.nslots;
   }
-  char* slot() const { return f_.slot(tail_); }
-  SlotHdr& hdr() const { return f_.hdr(tail_); }
-  void publish() {
-    f_.ctrl->tail.store(++tail_, std::memory_order_release);
+  PRECCL_HD char* slot() const { return f_.slot(tail_); }
+  PRECCL_HD SlotHdr& hdr() const { return f_.hdr(tail_); }
+  PRECCL_HD void publish() {
+    counterStore(f_.ctrl->tail, ++tail_);
+#if !defined(__CUDA_ARCH__)
     consumer_.wake();
+#endif
   }
-  uint64_t published() const { return tail_; }
+  PRECCL_HD uint64_t published() const { return tail_; }
   // The consumer's head, read now: every published slot was released when it equals published().
-  uint64_t released() {
-    headSeen_ = f_.ctrl->head.load(std::memory_order_acquire);
+  PRECCL_HD uint64_t released() {
+    headSeen_ = counterLoad(f_.ctrl->head);
     return headSeen_;
   }
 
@@ -104,27 +109,29 @@ class FifoConsumer {
     producer_ = producer;
     head_ = tailSeen_ = 0;
   }
-  const Fifo& fifo() const { return f_; }
-  bool ready() {
+  PRECCL_HD const Fifo& fifo() const { return f_; }
+  PRECCL_HD bool ready() {
     if (tailSeen_ > head_) return true;
-    tailSeen_ = f_.ctrl->tail.load(std::memory_order_acquire);
+    tailSeen_ = counterLoad(f_.ctrl->tail);
     return tailSeen_ > head_;
   }
-  const SlotHdr& hdr() const { return f_.hdr(head_); }
-  char* slot() const { return f_.slot(head_); }
+  PRECCL_HD const SlotHdr& hdr() const { return f_.hdr(head_); }
+  PRECCL_HD char* slot() const { return f_.slot(head_); }
   // Slots published and not yet released, read now; and the i-th of them (i < waiting()): a look past the
   // head for a control notice queued behind data.
-  uint64_t waiting() {
-    tailSeen_ = f_.ctrl->tail.load(std::memory_order_acquire);
+  PRECCL_HD uint64_t waiting() {
+    tailSeen_ = counterLoad(f_.ctrl->tail);
     return tailSeen_ - head_;
   }
-  const SlotHdr& hdrAt(uint64_t i) const { return f_.hdr(head_ + i); }
-  const char* slotAt(uint64_t i) const { return f_.slot(head_ + i); }
-  void release() {
-    f_.ctrl->head.store(++head_, std::memory_order_release);
+  PRECCL_HD const SlotHdr& hdrAt(uint64_t i) const { return f_.hdr(head_ + i); }
+  PRECCL_HD const char* slotAt(uint64_t i) const { return f_.slot(head_ + i); }
+  PRECCL_HD void release() {
+    counterStore(f_.ctrl->head, ++head_);
+#if !defined(__CUDA_ARCH__)
     producer_.wake();
+#endif
   }
-  uint64_t consumed() const { return head_; }
+  PRECCL_HD uint64_t consumed() const { return head_; }
 
  private:
   Fifo f_;
