@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "chain_reference.h"
 #include "device/dtype.h"
 #include "device/reduce.h"
 #include "gpu/dev_prim.h"
@@ -66,16 +67,7 @@ template <class T> void chain(precclDataType_t t, size_t count, uint32_t nslots,
   const T three = T(3);
   memcpy(op.scalar, &three, esz);
   op.postDivide = 3;
-  // The host's answer in the chain's order: r1 = pre(a); r2 = pre(b) + r1; out = post(pre(c) + r2).
-  std::vector<unsigned char> r1(bytes), r2(bytes), want(bytes);
-  void* o1[] = {r1.data()};
-  reduceCopy(op, t, count, in[0].data(), nullptr, 0, o1, 1, false);
-  const void* i2[] = {r1.data()};
-  void* o2[] = {r2.data()};
-  reduceCopy(op, t, count, in[1].data(), i2, 1, o2, 1, false);
-  const void* i3[] = {r2.data()};
-  void* o3[] = {want.data()};
-  reduceCopy(op, t, count, in[2].data(), i3, 1, o3, 1, true);
+  const std::vector<unsigned char> want = chainReference(op, t, count, in);
 
   TestFifo f1(nslots, piece), f2(nslots, piece);
   std::vector<unsigned char> out(bytes, 0xA5);

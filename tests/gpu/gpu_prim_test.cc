@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "chain_reference.h"
+#include "cuda_ok.h"
 #include "device/dtype.h"
 #include "device/reduce.h"
 #include "gpu/gpu_prim.h"
@@ -22,14 +24,6 @@ namespace {
 
 int failures = 0;
 
-#define CUDA_OK(call)                                                             \
-  do {                                                                            \
-    cudaError_t e_ = (call);                                                      \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "FAILED %s: %s\n", #call, cudaGetErrorString(e_));     \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
 #define EXPECT(cond, ...)                      \
   do {                                         \
     if (!(cond)) {                             \
@@ -100,16 +94,7 @@ void chain(precclDataType_t t, size_t count, std::mt19937& g) {
   RedOp op;
   op.kind = RedKind::Sum;
   op.postDivide = 3;
-  // The host's answer in the chain's order.
-  std::vector<unsigned char> r1(bytes), r2(bytes), want(bytes);
-  void* o1[] = {r1.data()};
-  reduceCopy(op, t, count, in[0].data(), nullptr, 0, o1, 1, false);
-  const void* i2[] = {r1.data()};
-  void* o2[] = {r2.data()};
-  reduceCopy(op, t, count, in[1].data(), i2, 1, o2, 1, false);
-  const void* i3[] = {r2.data()};
-  void* o3[] = {want.data()};
-  reduceCopy(op, t, count, in[2].data(), i3, 1, o3, 1, true);
+  const std::vector<unsigned char> want = chainReference(op, t, count, in);
   DevFifo f1(4, piece), f2(4, piece);
   std::vector<char*> din(3);
   for (int r = 0; r < 3; r++) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_ok.h"
 #include "device/dtype.h"
 #include "device/reduce.h"
 #include "gpu/gpu_reduce.h"
@@ -20,14 +21,6 @@ namespace {
 
 int failures = 0, cases = 0;
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "FAILED %s: %s\n", #call, cudaGetErrorString(e_));                  \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // Random bytes with the interesting values of the type mixed in.
 void fill(std::vector<unsigned char>& b, precclDataType_t t, std::mt19937& g) {
