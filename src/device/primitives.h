@@ -11,13 +11,15 @@
 #include <vector>
 
 #include "device/reduce.h"
+#include "device/stride_map.h"
 #include "policy/telemetry.h"
 #include "preccl/preccl.h"
 #include "transport/fifo.h"
 
 namespace preccl {
 
-struct Step {
+// Strided steps (the ring AllReduce's chunks) place their bytes through the StrideMap they are.
+struct Step : StrideMap {
   Conn* recv[2] = {nullptr, nullptr};
   int nrecv = 0;
   Conn* send[2] = {nullptr, nullptr};
@@ -34,20 +36,6 @@ struct Step {
   // and counted in VtCounters::lastRelayed; with `relayIsSend` also as this rank's sends (AlltoAll, where a
   // VT's owner sends its host's whole part of the VT; a ring's forward is its exit rank's send).
   bool relayed = false, relayIsSend = false;
-  // Strided steps (the ring AllReduce's chunks, core/plan.h): byte x of the step lies in src/dst at
-  // memOffset(x): the first headBytes contiguous, then blocks of blockBytes every strideBytes.
-  // blockBytes == 0: contiguous.
-  size_t blockBytes = 0, strideBytes = 0, headBytes = 0;
-  size_t memOffset(size_t x) const {
-    if (blockBytes == 0 || x < headBytes) return x;
-    const size_t y = x - headBytes;
-    return headBytes + (strideBytes - blockBytes) + y / blockBytes * strideBytes + y % blockBytes;
-  }
-  // Bytes from x on that are contiguous in memory.
-  size_t runFrom(size_t x) const {
-    if (blockBytes == 0) return SIZE_MAX;
-    return x < headBytes ? headBytes - x : blockBytes - (x - headBytes) % blockBytes;
-  }
 };
 
 struct Task {

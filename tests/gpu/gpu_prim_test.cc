@@ -105,12 +105,16 @@ void chain(precclDataType_t t, size_t count, std::mt19937& g) {
   CUDA_OK(cudaMalloc(&dout, bytes));
   std::vector<DevPrim> p(3);
   p[0].src = din[0];
-  p[0].send = f1.prod;
+  p[0].send[0] = f1.prod;
+  p[0].nsend = 1;
   p[1].src = din[1];
-  p[1].recv = f1.cons;
-  p[1].send = f2.prod;
+  p[1].recv[0] = f1.cons;
+  p[1].nrecv = 1;
+  p[1].send[0] = f2.prod;
+  p[1].nsend = 1;
   p[2].src = din[2];
-  p[2].recv = f2.cons;
+  p[2].recv[0] = f2.cons;
+  p[2].nrecv = 1;
   p[2].dst = dout;
   p[2].post = true;
   for (auto& x : p) {
@@ -150,7 +154,8 @@ void stuck(bool raise) {
   CUDA_OK(cudaHostGetDevicePointer(&dflag, flag, 0));
   std::vector<DevPrim> p(1);
   p[0].src = src;
-  p[0].send = f.prod;
+  p[0].send[0] = f.prod;
+  p[0].nsend = 1;
   p[0].bytes = bytes;
   p[0].piece = piece;
   std::thread raiser;
