@@ -126,6 +126,15 @@ class OpHandle {
   bool made_ = false;
 };
 
+// Copies consecutive parts of a flat tensor into `outs`, each as many elements as it holds.
+void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& outs) {
+  int64_t off = 0;
+  for (at::Tensor& t : outs) {
+    t.copy_(flat.narrow(0, off, t.numel()).view_as(t));
+    off += t.numel();
+  }
+}
+
 // Runs `f` on a contiguous view of t, copying back when t was not contiguous.
 template <typename F>
 void onContiguous(at::Tensor& t, F f) {
@@ -250,11 +259,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::allreduce_coalesced(std::vect
     OpHandle h(comm_, rd);
     check(precclAllReduce(flat.data_ptr(), flat.data_ptr(), rd.count, rd.type, h.get(), comm_, nullptr), comm_,
           "AllReduce");
-    int64_t off = 0;
-    for (at::Tensor& t : outs) {
-      t.copy_(flat.narrow(0, off, t.numel()).view_as(t));
-      off += t.numel();
-    }
+    unflatten(flat, outs);
   });
 }
 
@@ -291,8 +296,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::allgather(std::vector<std::ve
     at::Tensor flat = at::empty({static_cast<int64_t>(outs.size()) * src.numel()}, src.options());
     check(precclAllGather(src.data_ptr(), flat.data_ptr(), bytesOf(src), precclUint8, comm_, nullptr), comm_,
           "AllGather");
-    for (size_t r = 0; r < outs.size(); r++)
-      outs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * src.numel(), src.numel()).view_as(outs[r]));
+    unflatten(flat, outs);
   });
 }
 
@@ -336,8 +340,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::gather(std::vector<std::vecto
     check(precclGather(src.data_ptr(), outs.empty() ? nullptr : flat.data_ptr(), bytesOf(src), precclUint8, root, comm_,
                        nullptr),
           comm_, "Gather");
-    for (size_t r = 0; r < outs.size(); r++)
-      outs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * src.numel(), src.numel()).view_as(outs[r]));
+    unflatten(flat, outs);
   });
 }
 
@@ -527,7 +530,7 @@ void ProcessGroupPreccl::startCoalescing() {
   coalescing_ = true;
 }
 
-void ProcessGroupPreccl::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) {
+void ProcessGroupPreccl::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& /* reqs: the works p2p gave */) {
   std::vector<Job> jobs;
   std::vector<c10::intrusive_ptr<WorkPreccl>> works;
   {
@@ -539,7 +542,7 @@ void ProcessGroupPreccl::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work
   }
   if (jobs.empty()) return;
   // The group runs as one job; its Work completes the others (each is one of `reqs`).
-  auto group = enqueue(OpType::UNKNOWN, {}, [this, jobs, works]() {
+  enqueue(OpType::UNKNOWN, {}, [this, jobs, works]() {
     std::exception_ptr error;
     try {
       check(precclGroupStart(), comm_, "GroupStart");
@@ -551,8 +554,6 @@ void ProcessGroupPreccl::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work
     for (const auto& w : works) w->complete(error);
     if (error) std::rethrow_exception(error);
   });
-  (void)reqs;
-  (void)group;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupPreccl::barrier(const c10d::BarrierOptions&) {

@@ -19,8 +19,6 @@ precclResult_t addRegistration(precclComm* comm, void* buff, size_t size, int wi
   if (!buff || size == 0)
     return PRECCL_ERR(comm, precclInvalidArgument, "{}: buffer {} of {} bytes", fn, buff, size);
   auto reg = std::make_unique<Registration>();
-  reg->buff = buff;
-  reg->size = size;
   reg->winFlags = winFlags;
   std::lock_guard<std::mutex> lock(comm->opsMutex);
   *out = reg.get();

@@ -57,14 +57,16 @@ precclResult_t checkComm(precclComm* comm, const char* fn) {
   return precclSuccess;
 }
 
-void commFree(precclComm* comm, bool abort) {
-  if (comm->initThread.joinable()) comm->initThread.join();
+void commQuiesce(precclComm* comm, bool abort) {
   if (abort) comm->abortFlag.store(1);
   bellRing(comm->bell);
-  {
-    // Waits for a CCT still running on another thread (an abort makes it return promptly).
-    std::lock_guard<std::mutex> lock(comm->execMutex);
-  }
+  // Waits for a CCT still running on another thread (an abort makes it return promptly).
+  std::lock_guard<std::mutex> lock(comm->execMutex);
+}
+
+void commFree(precclComm* comm, bool abort) {
+  if (comm->initThread.joinable()) comm->initThread.join();
+  commQuiesce(comm, abort);
   // The socket transport first: its proxy thread uses the edges and rings the executor's bell, which lives
   // in the shared-memory segment when there are local peers.
   if (comm->net) {

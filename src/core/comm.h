@@ -26,10 +26,9 @@
 namespace preccl {
 
 // A buffer the user registered (CommRegister) or made a window of (CommWindowRegister). On the CPU build
-// it changes nothing in how bytes move; it is kept so that the handle can be checked and given back.
+// it changes nothing in how bytes move: its address is the handle, kept so that it can be checked and
+// given back.
 struct Registration {
-  void* buff = nullptr;
-  size_t size = 0;
   int winFlags = -1;  // -1: a CommRegister handle; otherwise a window's flags
 };
 
@@ -139,5 +138,7 @@ precclResult_t commCreate(precclComm** out, int nranks, const precclUniqueId& id
                           uint64_t joinSlackMs = 0);
 // A config for a communicator made from `parent` (Split, Shrink without a config): the parent's VT count.
 precclConfig_t inheritedConfig(const precclComm* parent);
+// Returns when no CCT runs on comm; with `abort`, the calls in flight see the abort flag and return first.
+void commQuiesce(precclComm* comm, bool abort);
 void commFree(precclComm* comm, bool abort);
 }  // namespace preccl

@@ -31,13 +31,6 @@ void shrinkSecret(const uint8_t* parent, const std::vector<int>& excluded, uint8
   memcpy(out, h, kSecretBytes);
 }
 
-// Stops what runs on comm and waits until nothing does: the calls in flight see the abort flag and return.
-void quiesce(precclComm* comm) {
-  comm->abortFlag.store(1);
-  bellRing(comm->bell);
-  std::lock_guard<std::mutex> lock(comm->execMutex);
-}
-
 }  // namespace
 
 extern "C" {
@@ -68,7 +61,7 @@ precclResult_t precclCommShrink(precclComm_t comm, int* excludeRanks, int exclud
     return PRECCL_ERR(comm, precclInvalidUsage,
                       "CommShrink: this communicator was shrunk already (shrink the new one instead)");
   comm->shrunk = true;
-  if (shrinkFlags == PRECCL_SHRINK_ABORT) quiesce(comm);
+  if (shrinkFlags == PRECCL_SHRINK_ABORT) commQuiesce(comm, true);
 
   int leader = 0, newRank = 0;
   while (std::binary_search(excluded.begin(), excluded.end(), leader)) leader++;
@@ -99,7 +92,7 @@ precclResult_t precclCommRevoke(precclComm_t comm, int revokeFlags) {
     return PRECCL_ERR(comm, precclInvalidArgument, "CommRevoke: flags {:#x} must be PRECCL_REVOKE_DEFAULT",
                       revokeFlags);
   comm->revoked.store(true);
-  quiesce(comm);
+  commQuiesce(comm, true);
   // Quiescent: as in NCCL, the state reads success again, so that Split and Shrink may follow.
   comm->asyncError.store(precclSuccess);
   return precclSuccess;

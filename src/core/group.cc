@@ -59,11 +59,19 @@ precclResult_t groupAdd(precclComm* comm, precclStream_t stream, CctArgs a) {
   return precclSuccess;
 }
 
-precclResult_t groupEnd() {
-  if (tls.depth == 0) return PRECCL_ERR(nullptr, precclInvalidUsage, "GroupEnd without a matching GroupStart");
+// Closes one level of the group; *batches gets the group's calls when it was the outermost level (else
+// stays empty: nothing to issue yet).
+static precclResult_t closeGroup(const char* fn, std::vector<Batch>* batches) {
+  if (tls.depth == 0) return PRECCL_ERR(nullptr, precclInvalidUsage, "{} without a matching GroupStart", fn);
   if (--tls.depth > 0) return precclSuccess;
-  std::vector<Batch> batches = std::move(tls.batches);
+  *batches = std::move(tls.batches);
   tls.batches.clear();
+  return precclSuccess;
+}
+
+precclResult_t groupEnd() {
+  std::vector<Batch> batches;
+  PRECCL_CHECK(closeGroup("GroupEnd", &batches));
   std::vector<Batch*> now;
   for (auto& b : batches) {
     if (b.stream) {
@@ -89,11 +97,11 @@ precclResult_t groupEnd() {
 }
 
 precclResult_t groupSimulateEnd(double* estimatedUs) {
-  if (tls.depth == 0) return PRECCL_ERR(nullptr, precclInvalidUsage, "GroupSimulateEnd without a matching GroupStart");
   *estimatedUs = -1;
-  if (--tls.depth > 0) return precclSuccess;
-  std::vector<Batch> batches = std::move(tls.batches);
-  tls.batches.clear();
+  const bool outermost = tls.depth == 1;
+  std::vector<Batch> batches;
+  PRECCL_CHECK(closeGroup("GroupSimulateEnd", &batches));
+  if (!outermost) return precclSuccess;
   // The communicators would run concurrently: the slowest one's calls, one after another, set the time.
   uint64_t worst = 0;
   for (const Batch& b : batches) {

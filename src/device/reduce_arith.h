@@ -125,15 +125,4 @@ template <class A, RedKind K> PRECCL_HD inline typename A::S apply(typename A::S
   else return A::min(a, b);
 }
 
-// One element of the fused kernels: optional pre-multiply of the first source, the reduction with the
-// second source (NSRC == 2), optional post-divide.
-template <class A, RedKind K, int NSRC, bool PRE, bool POST>
-PRECCL_HD inline typename A::S element(typename A::S x0, typename A::S x1, typename A::S scalar, typename A::Div div) {
-  typename A::S r = x0;
-  if constexpr (PRE) r = A::prod(r, scalar);
-  if constexpr (NSRC == 2) r = apply<A, K>(r, x1);
-  if constexpr (POST) r = A::div(r, div);
-  return r;
-}
-
 }  // namespace preccl::red

@@ -37,6 +37,17 @@ constexpr size_t kBlock = 64;
 // Tile length of the generic path, in elements (a 4 KiB stack buffer at most).
 constexpr size_t kTile = 512;
 
+// One element of the fused kernels: optional pre-multiply of the first source, the reduction with the
+// second source (NSRC == 2), optional post-divide.
+template <class A, RedKind K, int NSRC, bool PRE, bool POST>
+inline typename A::S element(typename A::S x0, typename A::S x1, typename A::S scalar, typename A::Div div) {
+  typename A::S r = x0;
+  if constexpr (PRE) r = A::prod(r, scalar);
+  if constexpr (NSRC == 2) r = apply<A, K>(r, x1);
+  if constexpr (POST) r = A::div(r, div);
+  return r;
+}
+
 // out0 (and out1 when NOUT == 2) = post(pre(src0) (+) src1). The pointers are restrict *parameters*
 // (GCC only trusts restrict there without runtime alias checks). Outputs may alias a source at the same
 // index: every element's loads come before its stores, which is all such aliasing needs.

@@ -1,4 +1,5 @@
-// The GPU tests' check of a CUDA call: a failed call ends the test with its message.
+// The GPU tests' check of a CUDA call (a failed call ends the test with its message), and their skip
+// where there is no device.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -13,3 +14,12 @@
       std::exit(1);                                                               \
     }                                                                             \
   } while (0)
+
+// False, after printing "skipped: ..." (ctest's skip pattern), when no CUDA device can be used.
+inline bool haveDevice() {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e == cudaSuccess && devices > 0) return true;
+  std::printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  return false;
+}

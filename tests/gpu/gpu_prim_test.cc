@@ -177,12 +177,7 @@ void stuck(bool raise) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-    return 0;
-  }
+  if (!haveDevice()) return 0;
   std::mt19937 g(99);
   for (int t = 0; t < precclNumTypes; ++t) chain(precclDataType_t(t), 1000003, g);
   stuck(true);

@@ -94,12 +94,7 @@ void one(precclDataType_t t, RedKind kind, int nrecv, bool local, int nout, bool
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-    return 0;
-  }
+  if (!haveDevice()) return 0;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("device 0: %s\n", prop.name);
