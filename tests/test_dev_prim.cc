@@ -1,7 +1,7 @@
 // The device executor's primitive (gpu/dev_prim.h) run on CPU threads, one lane each: the same code a
 // CUDA block runs, over the FIFO protocol of transport/fifo.h. A chain of three ranks (send ->
 // recvReduceSend -> recvReduceCopy) gives the bits the host's reduceCopy gives in the same order; a late
-// consumer makes the senders' stall counts rise; the abort flag and the deadline end a wait that would
+// consumer makes the senders' stall counts rise; the abort flag and the time budget end a wait that would
 // never finish; a slot of another epoch is refused. Runs everywhere: no GPU needed.
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -17,23 +17,12 @@
 #include "device/dtype.h"
 #include "device/reduce.h"
 #include "gpu/dev_prim.h"
+#include "gpu/host_lanes.h"
 
 using namespace preccl;
 using namespace preccl::gpu;
 
 namespace {
-
-struct HostLanes {
-  bool leader() const { return true; }
-  size_t id() const { return 0; }
-  size_t count() const { return 1; }
-  void sync() const {}
-  int share(int v) const { return v; }
-  uint64_t nowNs() const {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch()).count());
-  }
-};
 
 // A FIFO in the heap, both ends attached (nobody sleeps: no wakers).
 struct TestFifo {
@@ -51,7 +40,7 @@ struct TestFifo {
   FifoConsumer cons;
 };
 
-uint64_t deadlineIn(double s) { return HostLanes().nowNs() + uint64_t(s * 1e9); }
+uint64_t budget(double s) { return uint64_t(s * 1e9); }
 
 // Three ranks' inputs that round (floats) or wrap (integers), PreMulSum by 3 and the average at the end.
 template <class T> void chain(precclDataType_t t, size_t count, uint32_t nslots, size_t piece, int lateMs) {
@@ -101,7 +90,7 @@ template <class T> void chain(precclDataType_t t, size_t count, uint32_t nslots,
     th.emplace_back([&, r] {
       if (r == 2 && lateMs) std::this_thread::sleep_for(std::chrono::milliseconds(lateMs));
       HostLanes lanes;
-      end[r] = runPrim(lanes, p[r], op, t, esz, &abortFlag, deadlineIn(20), &st[r]);
+      end[r] = runPrim(lanes, p[r], op, t, esz, &abortFlag, budget(20), &st[r]);
     });
   for (auto& x : th) x.join();
   INFO(dtypeName(t) << ", " << count << " elements, " << nslots << " slots of " << piece << " B, consumer "
@@ -130,7 +119,7 @@ TEST_CASE("device primitives count stalls when downstream is slow", "[gpu-logic]
   chain<float>(precclFloat32, 200000, 2, 4096, 100);
 }
 
-TEST_CASE("device primitives end a wait on abort, at the deadline, and on a slot of another call", "[gpu-logic]") {
+TEST_CASE("device primitives end a wait on abort, at the end of its time budget, and on a slot of another call", "[gpu-logic]") {
   const size_t piece = 1024, bytes = 16 * piece;
   std::vector<char> src(bytes, 1);
   RedOp op;
@@ -149,13 +138,13 @@ TEST_CASE("device primitives end a wait on abort, at the deadline, and on a slot
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       abortFlag = 1;
     });
-    const PrimEnd e = runPrim(lanes, p, op, precclInt8, 1, &abortFlag, deadlineIn(20), &st);
+    const PrimEnd e = runPrim(lanes, p, op, precclInt8, 1, &abortFlag, budget(20), &st);
     raiser.join();
     CHECK(e == PrimEnd::Aborted);
     CHECK(st.bytes == 2 * piece);
     CHECK(st.stalls == 1);
   }
-  {  // the same without a flag: the deadline ends it
+  {  // the same without a flag: the time budget ends it
     TestFifo f(2, piece);
     const volatile int abortFlag = 0;
     DevPrim p;
@@ -166,7 +155,7 @@ TEST_CASE("device primitives end a wait on abort, at the deadline, and on a slot
     p.piece = piece;
     PrimStats st;
     const auto t0 = std::chrono::steady_clock::now();
-    CHECK(runPrim(lanes, p, op, precclInt8, 1, &abortFlag, deadlineIn(0.05), &st) == PrimEnd::TimedOut);
+    CHECK(runPrim(lanes, p, op, precclInt8, 1, &abortFlag, budget(0.05), &st) == PrimEnd::TimedOut);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   }
   {  // a receiver of epoch 5 meets a slot of epoch 4
@@ -185,8 +174,8 @@ TEST_CASE("device primitives end a wait on abort, at the deadline, and on a slot
     r.dst = dst.data();
     r.epoch = 5;
     PrimStats st;
-    CHECK(runPrim(lanes, s, op, precclInt8, 1, &abortFlag, deadlineIn(5), &st) == PrimEnd::Done);
-    CHECK(runPrim(lanes, r, op, precclInt8, 1, &abortFlag, deadlineIn(5), &st) == PrimEnd::BadSlot);
+    CHECK(runPrim(lanes, s, op, precclInt8, 1, &abortFlag, budget(5), &st) == PrimEnd::Done);
+    CHECK(runPrim(lanes, r, op, precclInt8, 1, &abortFlag, budget(5), &st) == PrimEnd::BadSlot);
   }
 }
 
@@ -249,7 +238,7 @@ TEST_CASE("a device primitive with two inputs, two outputs and a strided layout"
   for (int r = 0; r < 4; r++)
     th.emplace_back([&, r] {
       HostLanes lanes;
-      end[r] = runPrim(lanes, *all[r], op, precclFloat32, esz, &abortFlag, deadlineIn(20), &st[r]);
+      end[r] = runPrim(lanes, *all[r], op, precclFloat32, esz, &abortFlag, budget(20), &st[r]);
     });
   for (auto& x : th) x.join();
   for (int r = 0; r < 4; r++) CHECK(end[r] == PrimEnd::Done);
@@ -307,7 +296,7 @@ void overEdge(ptest::Transport tr) {
     const volatile int abortFlag = 0;
     PrimStats st;
     HostLanes lanes;
-    const PrimEnd e = runPrim(lanes, p, op, precclFloat64, sizeof(double), &abortFlag, deadlineIn(20), &st);
+    const PrimEnd e = runPrim(lanes, p, op, precclFloat64, sizeof(double), &abortFlag, budget(20), &st);
     r.check(e == PrimEnd::Done, "runPrim ended " + std::to_string(int(e)));
     if (r.rank == 1) {
       // The primitive's order: the local input, then the received one.

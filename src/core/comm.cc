@@ -77,6 +77,13 @@ void commFree(precclComm* comm, bool abort) {
     comm->net->close(clean ? comm->cfg.timeoutMs * 1000000ull : 0,
                      [live](const Conn& c) { return c.state() == Conn::Live && isLive(live, c.vt); });
   }
+  // What the device executor registered of the edges' FIFO memory goes before the memory does.
+  if (const DeviceExecutor& d = deviceExecutor(); d.forget)
+    comm->conns.find([&](const Conn& c) {
+      d.forget(c.send.fifo().ctrl);
+      d.forget(c.recv.fifo().ctrl);
+      return false;
+    });
   comm->net.reset();
   comm->bell = &comm->heapBell;
   comm->shm.reset();

@@ -63,6 +63,21 @@ precclResult_t connectTransports(precclComm* comm, uint64_t deadline) {
   return precclSuccess;
 }
 
+// The device executor (gpu/gpu_exec.h) registers the edges' FIFO memory now, before any kernel of this
+// process runs: a registration made while kernels run may wait for them, and they for this rank.
+precclResult_t pinForDevice(precclComm* comm) {
+  const DeviceExecutor& d = deviceExecutor();
+  if (!d.pin) return precclSuccess;
+  std::string err;
+  comm->conns.find([&](const Conn& c) {
+    for (const Fifo* f : {&c.send.fifo(), &c.recv.fifo()})
+      if (f->ctrl && err.empty()) err = d.pin(*f);
+    return !err.empty();
+  });
+  if (!err.empty()) return PRECCL_ERR(comm, precclUnhandledCudaError, "registering the FIFOs with CUDA: {}", err);
+  return precclSuccess;
+}
+
 }  // namespace
 
 precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, int rank) {
@@ -146,6 +161,7 @@ precclResult_t commInit(precclComm* comm, int nranks, const precclUniqueId& id, 
     for (int v = 0; v < comm->nVTs; v++) comm->policy.vtGroup[v] = v % comm->topo.sharedNics;
 
   res = connectTransports(comm, deadline);
+  if (res == precclSuccess) res = pinForDevice(comm);
   if (res == precclSuccess) res = barrier(comm, deadline);
   if (res != precclSuccess) return res;
   traceOpen(comm);

@@ -40,6 +40,10 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   else if (relay == "off") c->relay = RelayMode::Off;
   else if (relay == "force") c->relay = RelayMode::Force;
   else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_RELAY={} is not auto, off or force", relay);
+  std::string exec = envString("EXECUTOR", "host");
+  if (exec == "host") c->lanes = false;
+  else if (exec == "lanes") c->lanes = true;
+  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_EXECUTOR={} is not host or lanes", exec);
   std::string policy = envString("POLICY", "preccl");
   if (user && user->policy) policy = user->policy;
   if (!policyFromName(policy, &c->policy))

@@ -30,6 +30,7 @@ struct Config {
   uint32_t detectMs = 500;           // PRECCL_DETECT_MS: a path with nothing acknowledged this long is dead
   bool railAffinity = false;         // PRECCL_NIC_AFFINITY=rail: each rank sends through its own NIC(s) only
   RelayMode relay = RelayMode::Auto; // PRECCL_RELAY=auto|off|force (policy/rail_split.h)
+  bool lanes = false;                // PRECCL_EXECUTOR=lanes: the device executor's code on CPU threads
   std::string commName;
 };
 

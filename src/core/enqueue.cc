@@ -379,6 +379,26 @@ static precclResult_t afterAbort(precclComm* comm, const ExecFault& fault, uint3
   return precclSuccess;
 }
 
+// Whether the call's buffers are device memory, to run on the GPU (where the program enabled the device
+// executor, gpu/gpu_exec.h): all of them or none.
+static precclResult_t deviceBuffers(precclComm* comm, const CctArgs& a, bool* dev) {
+  *dev = false;
+  const DeviceExecutor& d = deviceExecutor();
+  if (!d.run) return precclSuccess;
+  std::vector<const void*> bufs = {a.sendbuff, a.recvbuff};
+  for (const P2POp& op : a.p2p) bufs.push_back(op.buf);
+  int device = 0, host = 0;
+  for (const void* b : bufs)
+    if (b) (d.isDevice(b) ? device : host)++;
+  if (device > 0 && host > 0)
+    return PRECCL_ERR(comm, precclInvalidArgument, "{}: {} of the call's buffers are device memory and {} are not",
+                      collName(a.coll), device, host);
+  *dev = device > 0;
+  if (*dev && a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && a.count > 0 && comm->nranks > 1)
+    return PRECCL_ERR(comm, precclInvalidUsage, "AlltoAll: in place on device memory is not supported yet");
+  return precclSuccess;
+}
+
 precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
   if (int e = comm->asyncError.load(); e != precclSuccess)
@@ -387,7 +407,12 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   // Every rank runs a collective, so all can agree on how it ends; a group of sends and receives involves
   // only some, so a failed path fails it. Only network paths fail apart from their ranks: a communicator
   // within one host's shared memory has nothing to retry and skips the commit's latency.
-  const bool agree = comm->cfg.retry && a.coll != Coll::P2P && comm->nranks > 1 &&
+  // The device and lanes executors have no agreement: where the host executor would agree, a call on
+  // device memory runs without it (every rank's buffers are device memory, or none's), and the lanes
+  // executor leaves the CCT to the host executor.
+  bool onDevice = false;
+  PRECCL_CHECK(deviceBuffers(comm, a, &onDevice));
+  const bool agree = !onDevice && comm->cfg.retry && a.coll != Coll::P2P && comm->nranks > 1 &&
                      (comm->topo.nHosts() > 1 || comm->topo.shmDisabled);
   // In-place AlltoAll: stage the input, since block q is overwritten by rank q while still being sent.
   if (a.coll == Coll::AlltoAll && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0)
@@ -428,7 +453,9 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
       };
     }
     fault = ExecFault{};
-    precclResult_t res = execute(ctx, plan, &fault);
+    precclResult_t res = onDevice                    ? deviceExecutor().run(ctx, plan, &fault)
+                         : comm->cfg.lanes && !agree ? executeLanes(ctx, plan, &fault)
+                                                     : execute(ctx, plan, &fault);
     if (timed) comm->lastExecNs = nowNs() - tExec;
     comm->lastAttempts = attempt + 1;
     if (res == precclSuccess) {

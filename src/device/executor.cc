@@ -441,21 +441,36 @@ struct Exec {
 
 }  // namespace
 
-precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
-  std::vector<VtCounters>& stats = *ctx.vtStats;
+namespace {
+DeviceExecutor gDevice;  // set once, before any communicator runs a CCT
+}  // namespace
+
+void setDeviceExecutor(const DeviceExecutor& d) { gDevice = d; }
+const DeviceExecutor& deviceExecutor() { return gDevice; }
+
+void beginCounters(std::vector<VtCounters>& stats) {
   for (auto& s : stats) s.lastBytes = s.lastStalls = s.lastStallNs = s.lastRelayed = 0;
-  const int nVTs = static_cast<int>(stats.size());
-  plan.vtDoneNs.assign(nVTs, 0);
-  if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(nVTs);
-  plan.now.assign(nVTs, VtRecord{});
-  Exec e(ctx, plan, fault);
-  precclResult_t res = e.run();
+}
+
+void endCounters(std::vector<VtCounters>& stats) {
   for (auto& s : stats) {
     s.bytes += s.lastBytes;
     s.stalls += s.lastStalls;
     s.stallNs += s.lastStallNs;
     s.relayed += s.lastRelayed;
   }
+}
+
+precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
+  std::vector<VtCounters>& stats = *ctx.vtStats;
+  beginCounters(stats);
+  const int nVTs = static_cast<int>(stats.size());
+  plan.vtDoneNs.assign(nVTs, 0);
+  if (plan.teleEpoch != CctPlan::kNoTele) plan.cargo.resize(nVTs);
+  plan.now.assign(nVTs, VtRecord{});
+  Exec e(ctx, plan, fault);
+  precclResult_t res = e.run();
+  endCounters(stats);
   return res;
 }
 

@@ -74,5 +74,24 @@ struct ExecFault {
 };
 
 precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+// The device executor's code run on CPU threads (device/lane_exec.cc): the plan compiled to plain data
+// (device/plan_compile.h), one thread per task, as a kernel runs one block per task. No agreement
+// (ctx.agree must be false): a dead path fails the CCT.
+precclResult_t executeLanes(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+// The device executor (gpu/gpu_exec.h), present where the GPU path is linked and the program enabled it:
+// it runs a CCT whose buffers are device memory, in the CCT's kernel (no agreement there either).
+struct DeviceExecutor {
+  bool (*isDevice)(const void* p) = nullptr;  // p is device (or managed) memory
+  precclResult_t (*run)(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) = nullptr;
+  // A new communicator's FIFO: make it device-visible ("" or what failed). forget: its memory is about to
+  // go (the communicator is freed).
+  std::string (*pin)(const Fifo& f) = nullptr;
+  void (*forget)(const void* fifoMem) = nullptr;
+};
+void setDeviceExecutor(const DeviceExecutor& d);
+const DeviceExecutor& deviceExecutor();
+// Every executor: the last* counters start at zero, and are added to the totals at the end.
+void beginCounters(std::vector<VtCounters>& stats);
+void endCounters(std::vector<VtCounters>& stats);
 
 }  // namespace preccl

@@ -2,8 +2,8 @@
 // send, recv, recvReduceSend, recvReduceCopy, recvCopySend ... as one shape, the host executor's Step,
 // piece by piece:  out = [reduce] pre(src) (+) recv[0] (+) recv[1]  -> dst and every send FIFO.
 // The wait loop is where the stall count lives, as in the host executor: a piece whose send FIFO is
-// full counts one stall and the time until it has room. The loop polls the abort flag and a deadline, so
-// a kernel never spins forever. A set of lanes runs it: a CUDA block (the leader waits, all lanes move
+// full counts one stall and the time until it has room. The loop polls the abort flag and a time budget,
+// so a kernel never spins forever. A set of lanes runs it: a CUDA block (the leader waits, all lanes move
 // the bytes), or one CPU thread in the tests, with the same code.
 #pragma once
 #include <cstddef>
@@ -11,6 +11,7 @@
 
 #include "device/hd.h"
 #include "device/stride_map.h"
+#include "gpu/dev_atomic.h"
 #include "gpu/dev_reduce.h"
 #include "transport/fifo.h"
 
@@ -24,34 +25,53 @@ struct DevPrim : StrideMap {
   int nrecv = 0;
   FifoProducer* send[2] = {};       // the hops it sends to
   int nsend = 0;
+  size_t from = 0;                  // the step's bytes [from, bytes) (a task splits a step at its telemetry cut)
   size_t bytes = 0;
   size_t piece = 0;                 // bytes per slot (a multiple of the element size, <= the FIFO's slot)
   bool reduce = false;              // combine src and the received inputs (else copy one of them)
   bool post = false;                // apply the op's post-division
+  bool headerOnly = false;          // one slot of no bytes: the telemetry cargo alone (Step::headerOnly)
+  bool relayed = false, relayIsSend = false;  // another rank's slots passed on (Step::relayed)
   uint64_t epoch = 0;               // stamped on every slot sent, checked on every slot received
   uint32_t attempt = 0;
 };
 
 enum class PrimEnd : int { Done = 0, Aborted = 1, TimedOut = 2, BadSlot = 3 };
 
+// Counted by the leader, possibly into a VT's counters that other tasks' lanes add to as well.
 struct PrimStats {
   uint64_t stalls = 0;   // pieces that found the send FIFO full
   uint64_t stallNs = 0;  // time spent waiting for it
-  uint64_t bytes = 0;    // bytes sent
+  uint64_t bytes = 0;    // bytes sent as this rank's own
+  uint64_t relayed = 0;  // bytes forwarded for another rank
 };
 
-// Lanes: leader(), id(), count(), sync(), nowNs(), and share(v) (the leader's v, for every lane).
-template <class Lanes>
+// What a slot's header carries besides the data, checked and stamped by the leader: NoTele checks only
+// what runPrim does itself; the task runner (gpu/dev_task.h) adds the allocation digest and the in-band
+// telemetry. heard(h): a received slot's header passed runPrim's checks (false: refuse it).
+struct NoTele {
+  PRECCL_HD bool heard(const SlotHdr&) { return true; }
+  PRECCL_HD void stamp(SlotHdr& h) { h.teleEpoch = ~0ull; }
+};
+
+// Lanes: leader(), id(), count(), sync(), relax() (between polls), nowNs(), and share(v) (the leader's v,
+// for every lane). A wait that sees no progress for budgetNs ends with TimedOut (PRECCL_TIMEOUT's rule).
+template <class Lanes, class Tele = NoTele>
 PRECCL_HD PrimEnd runPrim(Lanes& lanes, const DevPrim& p, const RedOp& op, precclDataType_t t, size_t esz,
-                          const volatile int* abort, uint64_t deadlineNs, PrimStats* st) {
+                          const volatile int* abort, uint64_t budgetNs, PrimStats* st, Tele&& tele = Tele{}) {
   // A copy moves one input's bytes as they are (its own when it has one), as the host executor's does.
   const RedOp use = p.reduce ? op : RedOp{};
-  for (size_t off = 0; off < p.bytes; off += p.piece) {
-    const size_t n = p.bytes - off < p.piece ? p.bytes - off : p.piece;
+  if (!p.headerOnly && p.from >= p.bytes) return PrimEnd::Done;
+  size_t off = p.from;
+  do {
+    const size_t n = p.headerOnly ? 0 : (p.bytes - off < p.piece ? p.bytes - off : p.piece);
     int end = 0;
+    uint64_t passEpoch = ~0ull;  // a relay's forward: the telemetry its slot came with
+    VtRecord passTele{};
     if (lanes.leader()) {
       bool stalled = false;
-      uint64_t t0 = 0;
+      const uint64_t t0 = lanes.nowNs();
+      uint64_t stallFrom = 0;
       for (;;) {
         bool in = true, room = true;
         for (int i = 0; i < p.nrecv; i++) in = in && p.recv[i]->ready();
@@ -59,25 +79,30 @@ PRECCL_HD PrimEnd runPrim(Lanes& lanes, const DevPrim& p, const RedOp& op, precc
         if (in && room) break;
         if (!room && !stalled) {
           stalled = true;
-          t0 = lanes.nowNs();
+          stallFrom = lanes.nowNs();
         }
         if (*abort) {
           end = int(PrimEnd::Aborted);
           break;
         }
-        if (lanes.nowNs() > deadlineNs) {
+        if (lanes.nowNs() - t0 > budgetNs) {
           end = int(PrimEnd::TimedOut);
           break;
         }
+        lanes.relax();
       }
       if (stalled) {
-        st->stalls++;
-        st->stallNs += lanes.nowNs() - t0;
+        sharedAdd<uint64_t>(&st->stalls, 1);
+        sharedAdd<uint64_t>(&st->stallNs, lanes.nowNs() - stallFrom);
       }
       for (int i = 0; i < p.nrecv && end == 0; i++) {
         const SlotHdr& h = p.recv[i]->hdr();
-        if (h.epoch != p.epoch || h.attempt != p.attempt || h.kind != kSlotData || h.bytes != n)
+        if (h.epoch != p.epoch || h.attempt != p.attempt || h.kind != kSlotData || h.bytes != n || !tele.heard(h))
           end = int(PrimEnd::BadSlot);
+        else if (p.relayed) {
+          passEpoch = h.teleEpoch;
+          passTele = h.tele;
+        }
       }
     }
     end = lanes.share(end);
@@ -108,14 +133,20 @@ PRECCL_HD PrimEnd runPrim(Lanes& lanes, const DevPrim& p, const RedOp& op, precc
         h.attempt = p.attempt;
         h.kind = kSlotData;
         h.bytes = static_cast<uint32_t>(n);
-        h.teleEpoch = ~0ull;
+        tele.stamp(h);
+        if (p.relayed) {
+          h.teleEpoch = passEpoch;
+          h.tele = passTele;
+        }
         p.send[i]->publish();
-        st->bytes += n;
       }
       for (int i = 0; i < p.nrecv; i++) p.recv[i]->release();
+      if (!p.relayed || p.relayIsSend) sharedAdd<uint64_t>(&st->bytes, uint64_t(n) * p.nsend);
+      if (p.relayed) sharedAdd<uint64_t>(&st->relayed, n);
     }
     lanes.sync();
-  }
+    off += n;
+  } while (off < p.bytes);
   return PrimEnd::Done;
 }
 

@@ -1,49 +1,21 @@
-// The device primitive on a CUDA block: thread 0 waits on the FIFOs (and counts the stalls), every
-// thread moves the piece's elements, a system-scope fence and a barrier before the slot is published.
+// The device primitive on a CUDA block (gpu/block_lanes.cuh), one per block.
 #include <cuda_runtime.h>
 
 #include "device/dtype.h"
+#include "gpu/block_lanes.cuh"
 #include "gpu/gpu_prim.h"
 
 namespace preccl::gpu {
 
 namespace {
 
-struct BlockLanes {
-  __device__ bool leader() const { return threadIdx.x == 0; }
-  __device__ size_t id() const { return threadIdx.x; }
-  __device__ size_t count() const { return blockDim.x; }
-  // The piece's bytes, written by every thread, are visible wherever the FIFO's consumer is (another
-  // block, another GPU, the host) before thread 0 publishes the slot.
-  __device__ void sync() const {
-    __threadfence_system();
-    __syncthreads();
-  }
-  __device__ int share(int v) const {
-    __shared__ int cell;
-    if (leader()) cell = v;
-    __syncthreads();
-    const int r = cell;
-    __syncthreads();
-    return r;
-  }
-  __device__ uint64_t nowNs() const {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-  }
-};
-
 __global__ void primKernel(const DevPrim* prims, RedOp op, precclDataType_t t, size_t esz, const volatile int* abort,
                            uint64_t budgetNs, PrimStats* stats, int* ends) {
   BlockLanes lanes;
-  const uint64_t deadline = lanes.nowNs() + budgetNs;
-  PrimStats st{};
-  const PrimEnd e = runPrim(lanes, prims[blockIdx.x], op, t, esz, abort, deadline, &st);
-  if (lanes.leader()) {
-    stats[blockIdx.x] = st;
-    ends[blockIdx.x] = int(e);
-  }
+  PrimStats* st = &stats[blockIdx.x];  // the leader's counters (device memory: they are added atomically)
+  if (lanes.leader()) *st = PrimStats{};
+  const PrimEnd e = runPrim(lanes, prims[blockIdx.x], op, t, esz, abort, budgetNs, st);
+  if (lanes.leader()) ends[blockIdx.x] = int(e);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 namespace preccl::gpu {
 
-// Enqueues one kernel of n blocks on `stream` (a cudaStream_t). Block i runs prims[i]; each waits at
-// most budgetNs from its start, and stops when *abort is set. stats[i] and ends[i] (device memory) get
+// Enqueues one kernel of n blocks on `stream` (a cudaStream_t). Block i runs prims[i]; a wait with no
+// progress for budgetNs ends it, and so does *abort. stats[i] and ends[i] (device memory) get
 // its counters and how it ended. Returns the launch's CUDA error.
 int launchPrims(const DevPrim* prims, int n, const RedOp& op, precclDataType_t t, const volatile int* abort,
                 uint64_t budgetNs, PrimStats* stats, int* ends, void* stream);

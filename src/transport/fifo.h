@@ -90,6 +90,8 @@ class FifoProducer {
 #endif
   }
   PRECCL_HD uint64_t published() const { return tail_; }
+  // Wakes the consumer, for a producer that cannot (a kernel's: the host wakes for it).
+  void wake() const { consumer_.wake(); }
   // The consumer's head, read now: every published slot was released when it equals published().
   PRECCL_HD uint64_t released() {
     headSeen_ = counterLoad(f_.ctrl->head);
@@ -132,6 +134,8 @@ class FifoConsumer {
 #endif
   }
   PRECCL_HD uint64_t consumed() const { return head_; }
+  // Wakes the producer, for a consumer that cannot (a kernel's: the host wakes for it).
+  void wake() const { producer_.wake(); }
 
  private:
   Fifo f_;

@@ -1,0 +1,34 @@
+// A CCT's plan compiled into the device executor's plain data (gpu/dev_plan.h): the edges become indices
+// into arrays of FIFO ends copied from the Conns (the run advances the copies; settle() puts them back),
+// the per-VT state the host executor keeps in the communicator and the plan becomes DevVt rows. The
+// arrays live here, in host memory: the lanes executor (device/lane_exec.cc) runs them where they are.
+#pragma once
+#include <vector>
+
+#include "device/executor.h"
+#include "device/primitives.h"
+#include "gpu/dev_plan.h"
+
+namespace preccl {
+
+struct CompiledPlan {
+  gpu::DevPlan dev;  // points into the arrays below
+  std::vector<gpu::DevStep> steps;
+  std::vector<gpu::DevTask> tasks;
+  std::vector<FifoProducer> sends;
+  std::vector<FifoConsumer> recvs;
+  std::vector<Conn*> sendEdges, recvEdges;  // the Conn each end came from
+  std::vector<gpu::DevVt> vts;
+  std::vector<int> taskDone;
+  std::vector<gpu::TaskEnd> ends;
+  // The edge a task waited on in its step, for messages: its first receive edge, else its first send.
+  const Conn* edgeOf(int task, int step) const;
+};
+
+// `plan` as the executor gets it (cargo, shared cuts and the like filled in by the planner).
+void compilePlan(const CctPlan& plan, size_t slotBytes, uint32_t attempt, int nVTs, CompiledPlan* out);
+// After the run: the FIFO ends back to their Conns; the VTs' counters into `stats` (the last* fields) and
+// their records and times into the plan, as the host executor leaves them.
+void settleCompiled(CompiledPlan& c, CctPlan& plan, std::vector<VtCounters>& stats);
+
+}  // namespace preccl

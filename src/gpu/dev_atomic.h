@@ -1,0 +1,44 @@
+// Counters the lanes of several tasks share within one run (gpu/dev_task.h: a VT's counters and records,
+// the tasks' done flags): atomic adds and maxima, and flags with acquire/release order. All the tasks of
+// a CCT run on one device (the blocks of one kernel) or on the host's threads, so device scope suffices.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "device/hd.h"
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
+
+namespace preccl::gpu {
+
+#if defined(__CUDA_ARCH__)
+template <class T> using SharedRef = cuda::atomic_ref<T, cuda::thread_scope_device>;
+namespace mo = cuda::std;
+#else
+template <class T> using SharedRef = std::atomic_ref<T>;
+namespace mo = std;
+#endif
+
+template <class T> PRECCL_HD inline void sharedAdd(T* p, T v) { SharedRef<T>(*p).fetch_add(v, mo::memory_order_relaxed); }
+
+template <class T> PRECCL_HD inline void sharedMax(T* p, T v) {
+#if defined(__CUDA_ARCH__)
+  SharedRef<T>(*p).fetch_max(v, mo::memory_order_relaxed);
+#else
+  SharedRef<T> r(*p);
+  T cur = r.load(mo::memory_order_relaxed);
+  while (cur < v && !r.compare_exchange_weak(cur, v, mo::memory_order_relaxed)) {
+  }
+#endif
+}
+
+template <class T> PRECCL_HD inline T sharedLoad(T* p) { return SharedRef<T>(*p).load(mo::memory_order_relaxed); }
+
+// A flag: what the setter wrote before raising it is visible to whoever sees it raised.
+PRECCL_HD inline void flagRaise(int* p, int v = 1) { SharedRef<int>(*p).store(v, mo::memory_order_release); }
+PRECCL_HD inline int flagLoad(int* p) { return SharedRef<int>(*p).load(mo::memory_order_acquire); }
+// Returns the value before the decrement (the last of n arrivals sees 1).
+PRECCL_HD inline uint32_t arrive(uint32_t* p) { return SharedRef<uint32_t>(*p).fetch_sub(1u, mo::memory_order_acq_rel); }
+
+}  // namespace preccl::gpu
