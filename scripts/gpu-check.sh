@@ -8,18 +8,18 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
   build)
     cmake -S . -B build-gpu -DPRECCL_BUILD_PERF=OFF -DPRECCL_BUILD_TORCH=OFF >/dev/null
-    cmake --build build-gpu -j2 --target gpu-reduce-test gpu-prim-test gpu-exec-test
+    cmake --build build-gpu -j2 --target gpu-reduce-test gpu-prim-test gpu-exec-test nccl-gpu-app
     # The shared libraries the device machine may lack (it is not set up like this one).
     mkdir -p build-gpu/lib
     { ldd build-gpu/tests/gpu-reduce-test | awk '/=> \// {print $3}' | grep -E 'libfmt|libhwloc|libudev' || true; } |
       xargs -r -I{} cp -L {} build-gpu/lib/
-    du -sh build-gpu/tests/gpu-*-test build-gpu/lib
+    du -sh build-gpu/tests/gpu-*-test build-gpu/tests/nccl-gpu-app build-gpu/nccl build-gpu/lib
     ;;
   run)
     out=${OUT:-/tmp}
     { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || echo "no nvidia-smi"; } |
       tee "$out/gpu.log"
-    for t in gpu-reduce-test gpu-prim-test "gpu-exec-test --quick" gpu-exec-test; do
+    for t in gpu-reduce-test gpu-prim-test "gpu-exec-test --quick" nccl-gpu-app gpu-exec-test; do
       LD_LIBRARY_PATH=$PWD/build-gpu/lib:$PWD/build-gpu/nccl timeout 180 build-gpu/tests/$t 2>&1 | tee -a "$out/gpu.log" || echo "EXIT $? from $t" | tee -a "$out/gpu.log"
     done
     ;;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/debug.h"
+#include "nccl/shim_device.h"
 #include "preccl/nccl/nccl.h"
 #include "preccl/preccl.h"
 
@@ -19,9 +20,13 @@ precclComm_t P(ncclComm_t c) { return reinterpret_cast<precclComm_t>(c); }
 ncclResult_t N(precclResult_t r) { return static_cast<ncclResult_t>(r); }
 precclDataType_t T(ncclDataType_t t) { return static_cast<precclDataType_t>(t); }
 precclRedOp_t O(ncclRedOp_t o) { return static_cast<precclRedOp_t>(o); }
-// The CPU build completes every call before returning, which orders it before any later work on any
-// stream: the stream is accepted and not used.
-constexpr precclStream_t kNoStream = nullptr;
+// Every call completes before returning, which orders it before any later work on any stream. With a
+// device in use it also waits for the work already on its stream first (nccl/shim_device.h); otherwise
+// the stream is accepted and not used.
+precclStream_t S(cudaStream_t stream) {
+  preccl::shim::waitStream(stream);
+  return nullptr;
+}
 
 precclUniqueId U(const ncclUniqueId& id) {
   precclUniqueId u;
@@ -71,14 +76,17 @@ NCCL_API(ncclResult_t, CommInitRankConfig,
          (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config)) {
   precclConfig_t cfg, *use;
   if (ncclResult_t r = toPreccl(config, &cfg, &use, "ncclCommInitRankConfig"); r != ncclSuccess) return r;
+  preccl::shim::useDevice();
   return N(precclCommInitRankConfig(reinterpret_cast<precclComm_t*>(comm), nranks, U(commId), rank, use));
 }
 
 NCCL_API(ncclResult_t, CommInitRank, (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank)) {
+  preccl::shim::useDevice();
   return N(precclCommInitRank(reinterpret_cast<precclComm_t*>(comm), nranks, U(commId), rank));
 }
 
 NCCL_API(ncclResult_t, CommInitAll, (ncclComm_t* comm, int ndev, const int* devlist)) {
+  preccl::shim::useDevice();
   return N(precclCommInitAll(reinterpret_cast<precclComm_t*>(comm), ndev, devlist));
 }
 
@@ -86,6 +94,7 @@ NCCL_API(ncclResult_t, CommInitRankScalable,
          (ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds, ncclConfig_t* config)) {
   precclConfig_t cfg, *use;
   if (ncclResult_t r = toPreccl(config, &cfg, &use, "ncclCommInitRankScalable"); r != ncclSuccess) return r;
+  preccl::shim::useDevice();
   return N(precclCommInitRankScalable(reinterpret_cast<precclComm_t*>(newcomm), nranks, myrank, nId,
                                       reinterpret_cast<precclUniqueId*>(commIds), use));
 }
@@ -130,8 +139,8 @@ NCCL_API(ncclResult_t, CommCuDevice, (const ncclComm_t comm, int* device)) {
                       "ncclCommCuDevice: this PReCCL build runs on host memory and has no CUDA device"));
 }
 
-NCCL_API(ncclResult_t, MemAlloc, (void** ptr, size_t size)) { return N(precclMemAlloc(ptr, size)); }
-NCCL_API(ncclResult_t, MemFree, (void* ptr)) { return N(precclMemFree(ptr)); }
+NCCL_API(ncclResult_t, MemAlloc, (void** ptr, size_t size)) { return N(preccl::shim::memAlloc(ptr, size)); }
+NCCL_API(ncclResult_t, MemFree, (void* ptr)) { return N(preccl::shim::memFree(ptr)); }
 NCCL_API(ncclResult_t, CommRegister, (const ncclComm_t comm, void* buff, size_t size, void** handle)) {
   return N(precclCommRegister(P(comm), buff, size, handle));
 }
@@ -155,54 +164,54 @@ NCCL_API(ncclResult_t, RedOpDestroy, (ncclRedOp_t op, ncclComm_t comm)) { return
 NCCL_API(ncclResult_t, Reduce,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,
           ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclReduce(sendbuff, recvbuff, count, T(datatype), O(op), root, P(comm), kNoStream));
+  return N(precclReduce(sendbuff, recvbuff, count, T(datatype), O(op), root, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Bcast,
          (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclBroadcast(buff, buff, count, T(datatype), root, P(comm), kNoStream));
+  return N(precclBroadcast(buff, buff, count, T(datatype), root, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Broadcast,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclBroadcast(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
+  return N(precclBroadcast(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, AllReduce,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAllReduce(sendbuff, recvbuff, count, T(datatype), O(op), P(comm), kNoStream));
+  return N(precclAllReduce(sendbuff, recvbuff, count, T(datatype), O(op), P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, ReduceScatter,
          (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
           ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclReduceScatter(sendbuff, recvbuff, recvcount, T(datatype), O(op), P(comm), kNoStream));
+  return N(precclReduceScatter(sendbuff, recvbuff, recvcount, T(datatype), O(op), P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, AllGather,
          (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAllGather(sendbuff, recvbuff, sendcount, T(datatype), P(comm), kNoStream));
+  return N(precclAllGather(sendbuff, recvbuff, sendcount, T(datatype), P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, AlltoAll,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAlltoAll(sendbuff, recvbuff, count, T(datatype), P(comm), kNoStream));
+  return N(precclAlltoAll(sendbuff, recvbuff, count, T(datatype), P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Gather,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclGather(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
+  return N(precclGather(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Scatter,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclScatter(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
+  return N(precclScatter(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Send,
          (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclSend(sendbuff, count, T(datatype), peer, P(comm), kNoStream));
+  return N(precclSend(sendbuff, count, T(datatype), peer, P(comm), S(stream)));
 }
 NCCL_API(ncclResult_t, Recv,
          (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclRecv(recvbuff, count, T(datatype), peer, P(comm), kNoStream));
+  return N(precclRecv(recvbuff, count, T(datatype), peer, P(comm), S(stream)));
 }
 
 NCCL_API(ncclResult_t, GroupStart, (void)) { return N(precclGroupStart()); }
