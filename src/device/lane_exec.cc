@@ -37,7 +37,7 @@ precclResult_t executeLanes(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault)
       cv.notify_one();
     });
   int failedTask = -1;
-  const precclResult_t res = watchPlan(ctx, c, stopFlag, [&](int* f) {
+  const precclResult_t res = watchPlan(ctx, c, stopFlag, c.progress.data(), [&](int* f) {
     std::unique_lock<std::mutex> lk(m);
     if (running > 0) cv.wait_for(lk, std::chrono::milliseconds(10));
     *f = failed;

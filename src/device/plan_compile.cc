@@ -60,6 +60,7 @@ void compilePlan(const CctPlan& plan, size_t slotBytes, uint32_t attempt, int nV
     if (v < static_cast<int>(plan.sharedCutSnapshot.size())) d.sharedSnapshot = plan.sharedCutSnapshot[v];
   }
   c.taskDone.assign(c.tasks.size(), 0);
+  c.progress.assign(c.tasks.size(), gpu::DevPlan::kNotStarted);
   c.ends.assign(c.tasks.size(), gpu::TaskEnd{});
   gpu::DevPlan& d = c.dev;
   d.epoch = plan.epoch;
@@ -77,6 +78,7 @@ void compilePlan(const CctPlan& plan, size_t slotBytes, uint32_t attempt, int nV
   d.recvs = c.recvs.data();
   d.vts = c.vts.data();
   d.taskDone = c.taskDone.data();
+  d.progress = c.progress.data();
   d.ends = c.ends.data();
 }
 

@@ -1,6 +1,7 @@
 #include "device/plan_watch.h"
 
 #include "core/debug.h"
+#include "gpu/dev_atomic.h"
 #include "policy/policy.h"
 #include "transport/socket.h"
 #include "transport/transport.h"
@@ -18,14 +19,25 @@ precclResult_t fail(ExecFault* fault, precclResult_t code, const Conn* c, std::s
   return code;
 }
 
-// A failed edge on a live VT fails the CCT (no agreement here); a local peer that died is found by its
-// transport's look at an edge the CCT uses.
-const Conn* brokenEdge(const ExecCtx& ctx, const CompiledPlan& c) {
-  for (const std::vector<Conn*>* edges : {&c.sendEdges, &c.recvEdges})
-    for (Conn* e : *edges)
-      if (e->owner && e->state() == Conn::Live) e->owner->checkStalled(*e);
+// As the host executor's look (device/executor.cc, brokenEdge): an edge a running task waits on whose
+// peer is gone (its transport failed it, or the peer closed it; a local peer that died is found by the
+// transport's look at such an edge), or a failed edge anywhere on a live VT. Only an edge with nothing
+// left to take counts: a peer that finished the CCT and exited may still have its last slots in our FIFO.
+const Conn* brokenEdge(const ExecCtx& ctx, const CompiledPlan& c, int* progress) {
+  std::vector<int> now(c.tasks.size());
+  for (size_t i = 0; i < now.size(); i++) now[i] = gpu::hostVisibleLoad(&progress[i]);
+  c.blockedEdge(now.data(), [](Conn* e) {
+    if (e->owner && e->state() == Conn::Live) e->owner->checkStalled(*e);
+    return false;
+  });
+  if (const Conn* e = c.blockedEdge(now.data(), [](Conn* e) { return e->state() != Conn::Live; })) return e;
   if (!ctx.edges) return nullptr;
   return ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && isLive(ctx.liveMask, e.vt); });
+}
+
+std::string brokenWhy(const ExecCtx& ctx, const Conn& e) {
+  if (e.state() == Conn::Failed) return fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, e.why(), e.peer, e.vt, e.path);
+  return fmt::format("rank {}: rank {} closed its connection of VT {} ({}) during a collective", ctx.rank, e.peer, e.vt, e.path);
 }
 
 precclResult_t taskFault(const ExecCtx& ctx, const CompiledPlan& c, int task, ExecFault* fault) {
@@ -79,7 +91,7 @@ precclResult_t flushStaged(const ExecCtx& ctx, const CompiledPlan& c, ExecFault*
 
 }  // namespace
 
-precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int* stop,
+precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int* stop, int* progress,
                          const std::function<bool(int* failedTask)>& poll, int* failedTask, ExecFault* fault) {
   precclResult_t res = precclSuccess;
   uint64_t lastLook = nowNs();
@@ -96,10 +108,9 @@ precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int
     }
     if (const uint64_t now = nowNs(); now - lastLook > kLookNs) {
       lastLook = now;
-      if (const Conn* dead = brokenEdge(ctx, c)) {
+      if (const Conn* dead = brokenEdge(ctx, c, progress)) {
         *stop = 1;
-        res = fail(fault, precclRemoteError, dead,
-                   fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, dead->why(), dead->peer, dead->vt, dead->path));
+        res = fail(fault, precclRemoteError, dead, brokenWhy(ctx, *dead));
       }
     }
   }

@@ -11,9 +11,10 @@
 namespace preccl {
 
 // `poll()` waits a little (at most a few ms) for the tasks and answers whether some still run, with
-// *failedTask set to a task that ended without finishing (or left at -1). Returns an error (and raises
-// *stop) for what the host saw; success when the tasks stopped on their own.
-precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int* stop,
+// *failedTask set to a task that ended without finishing (or left at -1); `progress` is the run's
+// DevPlan::progress. Returns an error (and raises *stop) for what the host saw; success when the tasks
+// stopped on their own.
+precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int* stop, int* progress,
                          const std::function<bool(int* failedTask)>& poll, int* failedTask, ExecFault* fault);
 // After the run (`res`: the watch's result, `failedTask`: its report): the plan and the counters settled
 // as the host executor leaves them, the failed task's message, the staged slots handed on.

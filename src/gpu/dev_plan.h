@@ -68,6 +68,10 @@ struct DevPlan {
   FifoConsumer* recvs = nullptr;  // one per receive edge
   DevVt* vts = nullptr;
   int* taskDone = nullptr;        // per task: raised when it finished
+  // Per task, for the host's watch (device/plan_watch.h): the step it is in, kNotStarted while it waits
+  // for the tasks before it, kFinished once done. Memory the host reads while the lanes run.
+  int* progress = nullptr;
+  static constexpr int kNotStarted = -1, kFinished = -2;
   TaskEnd* ends = nullptr;        // per task
   uint64_t startNs = 0;           // the lanes' clock at the start (elapsed times are measured from it)
   const volatile int* abort = nullptr;

@@ -114,6 +114,7 @@ template <class Lanes> PRECCL_HD TaskEnd runTask(Lanes& lanes, const DevPlan& pl
   const bool hasCut = t.cutStep != DevTask::kNoCut;
   for (uint32_t k = 0; k < t.nsteps; k++) {
     out.step = int(k);
+    if (lanes.leader()) hostVisibleStore(&plan.progress[ti], int(k));
     if (hasCut && !tele.cutTaken && (k > t.cutStep || (k == t.cutStep && t.cutOff == 0)))
       if ((out.end = takeCut()) != 0) return out;
     const DevStep& s = plan.steps[t.firstStep + k];
@@ -148,6 +149,7 @@ template <class Lanes> PRECCL_HD TaskEnd runTask(Lanes& lanes, const DevPlan& pl
   }
   if (lanes.leader()) {
     sharedMax<uint64_t>(&vt.doneNs, lanes.nowNs() - plan.startNs);
+    hostVisibleStore(&plan.progress[ti], DevPlan::kFinished);
     flagRaise(&plan.taskDone[ti]);
   }
   out.step = -1;

@@ -93,13 +93,16 @@ struct DeviceArrays {
   }
 };
 
-// The flags the host and the kernel share: the abort the blocks poll, the failure a block raises. One
-// pair per thread, kept (freeing mapped memory may wait for the kernels running on the device).
-struct MappedFlags {
+// What the host and the kernel share while it runs, in mapped host memory: the abort the blocks poll,
+// the failure a block raises, the tasks' progress (DevPlan::progress). One block per thread, kept, and
+// large enough for any plan the device can hold (residentPlanBlocks): mapping memory while kernels run
+// may wait for them.
+struct Mapped {
+  static constexpr int kTasks = 8192;
   int* host = nullptr;
   int* dev = nullptr;
-  MappedFlags() {
-    if (cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * sizeof(int), cudaHostAllocMapped) == cudaSuccess)
+  Mapped() {
+    if (cudaHostAlloc(reinterpret_cast<void**>(&host), (2 + kTasks) * sizeof(int), cudaHostAllocMapped) == cudaSuccess)
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0);
   }
 };
@@ -142,9 +145,12 @@ precclResult_t executeDevice(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault
     if (cudaError_t e = pins().pin(p.fifo()); e != cudaSuccess) return failed("registering a FIFO with CUDA", e);
   for (const FifoConsumer& r : c.recvs)
     if (cudaError_t e = pins().pin(r.fifo()); e != cudaSuccess) return failed("registering a FIFO with CUDA", e);
-  static thread_local MappedFlags flags;
-  if (!flags.dev) return failed("allocating mapped flags", cudaErrorMemoryAllocation);
-  flags.host[0] = flags.host[1] = 0;
+  static thread_local Mapped shared;
+  if (!shared.dev) return failed("allocating mapped memory", cudaErrorMemoryAllocation);
+  if (c.dev.ntasks > Mapped::kTasks) return failed("the CCT's tasks", cudaErrorInvalidValue);
+  shared.host[0] = shared.host[1] = 0;
+  int* progress = shared.host + 2;
+  for (int i = 0; i < c.dev.ntasks; i++) progress[i] = DevPlan::kNotStarted;
   DeviceArrays d;
   const size_t oSteps = d.add(c.steps), oTasks = d.add(c.tasks), oSends = d.add(c.sends), oRecvs = d.add(c.recvs),
                oVts = d.add(c.vts), oDone = d.add(c.taskDone), oEnds = d.add(c.ends);
@@ -157,18 +163,19 @@ precclResult_t executeDevice(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault
   dp.vts = d.at<DevVt>(oVts);
   dp.taskDone = d.at<int>(oDone);
   dp.ends = d.at<TaskEnd>(oEnds);
-  dp.abort = flags.dev;
-  dp.failed = flags.dev + 1;
+  dp.abort = shared.dev;
+  dp.failed = shared.dev + 1;
+  dp.progress = shared.dev + 2;
   dp.budgetNs = ctx.timeoutNs;
   dp.startNs = 0;  // the kernel's clock
   // The calling thread's stream, so that ranks on threads of one process run their kernels side by side.
   // The call waits for its kernel; the input must be ready when it is made (docs/gpu.md, "Streams").
   if (cudaError_t e = cudaError_t(launchPlan(dp, d.stream)); e != cudaSuccess) return failed("launching the CCT's kernel", e);
   cudaError_t kernel = cudaSuccess;
-  volatile int* stop = flags.host;       // the abort the blocks poll
-  volatile int* blockFailed = flags.host + 1;  // raised by a block whose task ended without finishing
+  volatile int* stop = shared.host;            // the abort the blocks poll
+  volatile int* blockFailed = shared.host + 1;  // raised by a block whose task ended without finishing
   int failedTask = -1;
-  const precclResult_t res = watchPlan(ctx, c, stop, [&](int* f) {
+  const precclResult_t res = watchPlan(ctx, c, stop, progress, [&](int* f) {
     const cudaError_t q = cudaStreamQuery(d.stream);
     if (q == cudaErrorNotReady) {
       if (*blockFailed) *f = 0;  // some block failed: which one is read back after the kernel
