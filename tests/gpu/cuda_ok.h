@@ -1,5 +1,5 @@
-// The GPU tests' check of a CUDA call (a failed call ends the test with its message), and their skip
-// where there is no device.
+// The GPU tests' checks: of a CUDA call (a failed call ends the test with its message), and of a result
+// (EXPECT: printed and counted in `failures`, the exit status); and their skip where there is no device.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -13,6 +13,18 @@
       std::fprintf(stderr, "FAILED %s: %s\n", #call, cudaGetErrorString(e_));     \
       std::exit(1);                                                               \
     }                                                                             \
+  } while (0)
+
+inline int failures = 0;
+
+#define EXPECT(cond, ...)                \
+  do {                                   \
+    if (!(cond)) {                       \
+      std::printf("FAILED %s: ", #cond); \
+      std::printf(__VA_ARGS__);          \
+      std::printf("\n");                 \
+      failures++;                        \
+    }                                    \
   } while (0)
 
 // False, after printing "skipped: ..." (ctest's skip pattern), when no CUDA device can be used.

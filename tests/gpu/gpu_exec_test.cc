@@ -28,17 +28,6 @@ namespace {
 
 constexpr int kRanks = 4;
 precclComm_t comms[kRanks];
-int failures = 0;
-
-#define EXPECT(cond, ...)                \
-  do {                                   \
-    if (!(cond)) {                       \
-      std::printf("FAILED %s: ", #cond); \
-      std::printf(__VA_ARGS__);          \
-      std::printf("\n");                 \
-      failures++;                        \
-    }                                    \
-  } while (0)
 
 void onRanks(const std::function<void(int)>& f) {
   std::vector<std::thread> t;

@@ -22,18 +22,6 @@ using namespace preccl::gpu;
 
 namespace {
 
-int failures = 0;
-
-#define EXPECT(cond, ...)                      \
-  do {                                         \
-    if (!(cond)) {                             \
-      std::printf("FAILED %s: ", #cond);       \
-      std::printf(__VA_ARGS__);                \
-      std::printf("\n");                       \
-      failures++;                              \
-    }                                          \
-  } while (0)
-
 // A FIFO in device memory and its two ends, made on the host and copied where the kernel reads them.
 struct DevFifo {
   DevFifo(uint32_t nslots, size_t slotBytes) {

@@ -19,8 +19,7 @@ using namespace preccl;
 
 namespace {
 
-int failures = 0, cases = 0;
-
+int cases = 0;
 
 // Random bytes with the interesting values of the type mixed in.
 void fill(std::vector<unsigned char>& b, precclDataType_t t, std::mt19937& g) {

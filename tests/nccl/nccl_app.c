@@ -13,23 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int g_rank = -1, g_failures = 0;
-
-#define EXPECT(cond, ...)                                          \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      fprintf(stderr, "rank %d: FAILED %s:%d: ", g_rank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-      g_failures++;                                                \
-    }                                                              \
-  } while (0)
-#define OK(call)                                                                                       \
-  do {                                                                                                 \
-    ncclResult_t r_ = (call);                                                                          \
-    EXPECT(r_ == ncclSuccess, "%s returned %d (%s): %s", #call, (int)r_, ncclGetErrorString(r_),       \
-           ncclGetLastError(NULL));                                                                    \
-  } while (0)
+#include "nccl_expect.h"
 
 /* Every rank's contribution: distinct per rank and element. */
 static int32_t val(int rank, size_t i) { return (int32_t)(rank * 1000 + (int32_t)(i % 997)); }

@@ -9,24 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N 4
-static int g_failures = 0;
+#include "nccl_expect.h"
 
-#define EXPECT(cond, ...)                                   \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-      g_failures++;                                         \
-    }                                                       \
-  } while (0)
-#define OK(call)                                                                                      \
-  do {                                                                                                \
-    ncclResult_t r_ = (call);                                                                         \
-    EXPECT(r_ == ncclSuccess, "%s returned %d (%s): %s", #call, (int)r_, ncclGetErrorString(r_),      \
-           ncclGetLastError(NULL));                                                                   \
-  } while (0)
+#define N 4
 #define CUDA(call)                                                                         \
   do {                                                                                     \
     cudaError_t e_ = (call);                                                               \
