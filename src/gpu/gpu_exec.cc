@@ -102,7 +102,8 @@ struct Mapped {
   int* host = nullptr;
   int* dev = nullptr;
   Mapped() {
-    if (cudaHostAlloc(reinterpret_cast<void**>(&host), (2 + kTasks) * sizeof(int), cudaHostAllocMapped) == cudaSuccess)
+    const unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;  // any device the thread may drive
+    if (cudaHostAlloc(reinterpret_cast<void**>(&host), (2 + kTasks) * sizeof(int), flags) == cudaSuccess)
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0);
   }
 };

@@ -23,10 +23,12 @@ precclRedOp_t O(ncclRedOp_t o) { return static_cast<precclRedOp_t>(o); }
 // Every call completes before returning, which orders it before any later work on any stream. With a
 // device in use it also waits for the work already on its stream first (nccl/shim_device.h); otherwise
 // the stream is accepted and not used.
-precclStream_t S(cudaStream_t stream) {
-  preccl::shim::waitStream(stream);
-  return nullptr;
-}
+constexpr precclStream_t kNoStream = nullptr;
+#define NCCL_STREAM(stream)                                                       \
+  do {                                                                            \
+    if (precclResult_t r_ = preccl::shim::waitStream(stream); r_ != precclSuccess) \
+      return N(r_);                                                               \
+  } while (0)
 
 precclUniqueId U(const ncclUniqueId& id) {
   precclUniqueId u;
@@ -164,54 +166,65 @@ NCCL_API(ncclResult_t, RedOpDestroy, (ncclRedOp_t op, ncclComm_t comm)) { return
 NCCL_API(ncclResult_t, Reduce,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,
           ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclReduce(sendbuff, recvbuff, count, T(datatype), O(op), root, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclReduce(sendbuff, recvbuff, count, T(datatype), O(op), root, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Bcast,
          (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclBroadcast(buff, buff, count, T(datatype), root, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclBroadcast(buff, buff, count, T(datatype), root, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Broadcast,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclBroadcast(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclBroadcast(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, AllReduce,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAllReduce(sendbuff, recvbuff, count, T(datatype), O(op), P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclAllReduce(sendbuff, recvbuff, count, T(datatype), O(op), P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, ReduceScatter,
          (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,
           ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclReduceScatter(sendbuff, recvbuff, recvcount, T(datatype), O(op), P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclReduceScatter(sendbuff, recvbuff, recvcount, T(datatype), O(op), P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, AllGather,
          (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAllGather(sendbuff, recvbuff, sendcount, T(datatype), P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclAllGather(sendbuff, recvbuff, sendcount, T(datatype), P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, AlltoAll,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclAlltoAll(sendbuff, recvbuff, count, T(datatype), P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclAlltoAll(sendbuff, recvbuff, count, T(datatype), P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Gather,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclGather(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclGather(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Scatter,
          (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
           cudaStream_t stream)) {
-  return N(precclScatter(sendbuff, recvbuff, count, T(datatype), root, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclScatter(sendbuff, recvbuff, count, T(datatype), root, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Send,
          (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclSend(sendbuff, count, T(datatype), peer, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclSend(sendbuff, count, T(datatype), peer, P(comm), kNoStream));
 }
 NCCL_API(ncclResult_t, Recv,
          (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream)) {
-  return N(precclRecv(recvbuff, count, T(datatype), peer, P(comm), S(stream)));
+  NCCL_STREAM(stream);
+  return N(precclRecv(recvbuff, count, T(datatype), peer, P(comm), kNoStream));
 }
 
 NCCL_API(ncclResult_t, GroupStart, (void)) { return N(precclGroupStart()); }

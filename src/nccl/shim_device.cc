@@ -28,8 +28,16 @@ void useDevice() {
 
 bool deviceInUse() { return gDevice; }
 
-void waitStream(void* stream) {
-  if (gDevice) cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+precclResult_t waitStream(void* stream) {
+  if (!gDevice) return precclSuccess;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+    return PRECCL_ERR(nullptr, precclInvalidUsage,
+                      "the call's stream is being captured into a CUDA graph, which PReCCL does not support yet");
+  if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess)
+    return PRECCL_ERR(nullptr, precclUnhandledCudaError, "waiting for the call's stream: {}", cudaGetErrorString(e));
+  return precclSuccess;
 }
 
 precclResult_t memAlloc(void** ptr, size_t size) {

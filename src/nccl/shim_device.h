@@ -12,13 +12,15 @@ namespace preccl::shim {
 #if PRECCL_SHIM_GPU
 void useDevice();
 bool deviceInUse();
-void waitStream(void* cudaStream);
+// Before a call on `cudaStream`: waits for the work already on it; refuses a stream being captured into
+// a CUDA graph (the call would run now, not when the graph is replayed).
+precclResult_t waitStream(void* cudaStream);
 precclResult_t memAlloc(void** ptr, size_t size);
 precclResult_t memFree(void* ptr);
 #else
 inline void useDevice() {}
 inline bool deviceInUse() { return false; }
-inline void waitStream(void*) {}
+inline precclResult_t waitStream(void*) { return precclSuccess; }
 inline precclResult_t memAlloc(void** ptr, size_t size) { return precclMemAlloc(ptr, size); }
 inline precclResult_t memFree(void* ptr) { return precclMemFree(ptr); }
 #endif

@@ -1,7 +1,8 @@
 /* A program written for NCCL on device buffers, run over PReCCL's libnccl.so.2 (docs/nccl.md, "Device
  * buffers"): NCCL's single-process pattern. One thread makes 4 communicators on GPU 0 with
  * ncclCommInitAll, gives each a stream, and drives them with group calls: AllReduce, Broadcast, AllGather,
- * ReduceScatter and grouped Send/Recv on cudaMalloc and ncclMemAlloc buffers, each result checked.
+ * ReduceScatter and grouped Send/Recv on cudaMalloc and ncclMemAlloc buffers, each result checked; a call
+ * under graph capture and one mixing host and device buffers are refused.
  * Built against NVIDIA's nccl.h. Without a CUDA device it prints "skipped: ..." and exits 0. */
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -125,6 +126,16 @@ int main(void) {
   OK(ncclGroupEnd());
   syncAll();
   for (int r = 0; r < N; r++) EXPECT(wrongIn(r, count, wantFromNext) == 0, "Send/Recv rank %d", r);
+
+  /* A call on a stream being captured into a CUDA graph is refused: it would run now, not at replay. */
+  {
+    cudaGraph_t graph;
+    CUDA(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal));
+    ncclResult_t captured = ncclAllReduce(send[0], recv[0], count, ncclFloat, ncclSum, comms[0], streams[0]);
+    CUDA(cudaStreamEndCapture(streams[0], &graph));
+    CUDA(cudaGraphDestroy(graph));
+    EXPECT(captured == ncclInvalidUsage, "a call under graph capture gave %d", (int)captured);
+  }
 
   /* A host buffer beside a device one is refused with a message, not run. */
   ncclResult_t mixed = ncclAllReduce(send[0], host, count, ncclFloat, ncclSum, comms[0], streams[0]);
