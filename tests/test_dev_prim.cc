@@ -124,15 +124,20 @@ TEST_CASE("device primitives end a wait on abort, at the end of its time budget,
   std::vector<char> src(bytes, 1);
   RedOp op;
   HostLanes lanes;
-  {  // nobody consumes: the sender fills 2 slots, then waits until the flag is raised
-    TestFifo f(2, piece);
-    volatile int abortFlag = 0;
+  // A sender of `bytes` into f, which nobody consumes.
+  auto sender = [&](TestFifo& f) {
     DevPrim p;
     p.src = src.data();
     p.send[0] = &f.prod;
     p.nsend = 1;
     p.bytes = bytes;
     p.piece = piece;
+    return p;
+  };
+  {  // the sender fills 2 slots, then waits until the flag is raised
+    TestFifo f(2, piece);
+    volatile int abortFlag = 0;
+    const DevPrim p = sender(f);
     PrimStats st;
     std::thread raiser([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -147,12 +152,7 @@ TEST_CASE("device primitives end a wait on abort, at the end of its time budget,
   {  // the same without a flag: the time budget ends it
     TestFifo f(2, piece);
     const volatile int abortFlag = 0;
-    DevPrim p;
-    p.src = src.data();
-    p.send[0] = &f.prod;
-    p.nsend = 1;
-    p.bytes = bytes;
-    p.piece = piece;
+    const DevPrim p = sender(f);
     PrimStats st;
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(runPrim(lanes, p, op, precclInt8, 1, &abortFlag, budget(0.05), &st) == PrimEnd::TimedOut);

@@ -297,11 +297,7 @@ struct Exec {
     if (!c && anywhere && ctx.edges)
       c = ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && peerGone(e) && isLive(ctx.liveMask, e.vt); });
     if (!c) return precclSuccess;
-    if (c->state() == Conn::Failed)
-      return fail(precclRemoteError, c, fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, c->why(), c->peer, c->vt, c->path));
-    return fail(precclRemoteError, c,
-                fmt::format("rank {}: rank {} closed its connection of VT {} ({}) during a collective", ctx.rank, c->peer,
-                            c->vt, c->path));
+    return fail(precclRemoteError, c, goneEdgeWhy(ctx.rank, *c));
   }
 
   // Every edge a blocked task waits on goes to its transport for a look (a local peer that died has no
@@ -447,6 +443,11 @@ DeviceExecutor gDevice;  // set once, before any communicator runs a CCT
 
 void setDeviceExecutor(const DeviceExecutor& d) { gDevice = d; }
 const DeviceExecutor& deviceExecutor() { return gDevice; }
+
+std::string goneEdgeWhy(int rank, const Conn& c) {
+  if (c.state() == Conn::Failed) return fmt::format("rank {}: {} (peer rank {}, VT {}, {})", rank, c.why(), c.peer, c.vt, c.path);
+  return fmt::format("rank {}: rank {} closed its connection of VT {} ({}) during a collective", rank, c.peer, c.vt, c.path);
+}
 
 void beginCounters(std::vector<VtCounters>& stats) {
   for (auto& s : stats) s.lastBytes = s.lastStalls = s.lastStallNs = s.lastRelayed = 0;

@@ -90,6 +90,8 @@ struct DeviceExecutor {
 };
 void setDeviceExecutor(const DeviceExecutor& d);
 const DeviceExecutor& deviceExecutor();
+// Why a CCT fails on an edge it still needs whose transport failed it or whose peer closed it.
+std::string goneEdgeWhy(int rank, const Conn& c);
 // Every executor: the last* counters start at zero, and are added to the totals at the end.
 void beginCounters(std::vector<VtCounters>& stats);
 void endCounters(std::vector<VtCounters>& stats);

@@ -59,7 +59,6 @@ void compilePlan(const CctPlan& plan, size_t slotBytes, uint32_t attempt, int nV
     if (v < static_cast<int>(plan.sharedCutsLeft.size())) d.sharedCutsLeft = plan.sharedCutsLeft[v];
     if (v < static_cast<int>(plan.sharedCutSnapshot.size())) d.sharedSnapshot = plan.sharedCutSnapshot[v];
   }
-  c.taskDone.assign(c.tasks.size(), 0);
   c.progress.assign(c.tasks.size(), gpu::DevPlan::kNotStarted);
   c.ends.assign(c.tasks.size(), gpu::TaskEnd{});
   gpu::DevPlan& d = c.dev;
@@ -77,7 +76,6 @@ void compilePlan(const CctPlan& plan, size_t slotBytes, uint32_t attempt, int nV
   d.sends = c.sends.data();
   d.recvs = c.recvs.data();
   d.vts = c.vts.data();
-  d.taskDone = c.taskDone.data();
   d.progress = c.progress.data();
   d.ends = c.ends.data();
 }

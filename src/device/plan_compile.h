@@ -19,7 +19,6 @@ struct CompiledPlan {
   std::vector<FifoConsumer> recvs;
   std::vector<Conn*> sendEdges, recvEdges;  // the Conn each end came from
   std::vector<gpu::DevVt> vts;
-  std::vector<int> taskDone;
   std::vector<int> progress;  // DevPlan::progress, where the host runs the lanes (the device executor maps its own)
   std::vector<gpu::TaskEnd> ends;
   // The edge a task waited on in its step, for messages: its first receive edge, else its first send.

@@ -35,11 +35,6 @@ const Conn* brokenEdge(const ExecCtx& ctx, const CompiledPlan& c, int* progress)
   return ctx.edges->find([&](const Conn& e) { return e.state() == Conn::Failed && isLive(ctx.liveMask, e.vt); });
 }
 
-std::string brokenWhy(const ExecCtx& ctx, const Conn& e) {
-  if (e.state() == Conn::Failed) return fmt::format("rank {}: {} (peer rank {}, VT {}, {})", ctx.rank, e.why(), e.peer, e.vt, e.path);
-  return fmt::format("rank {}: rank {} closed its connection of VT {} ({}) during a collective", ctx.rank, e.peer, e.vt, e.path);
-}
-
 precclResult_t taskFault(const ExecCtx& ctx, const CompiledPlan& c, int task, ExecFault* fault) {
   const gpu::TaskEnd& e = c.ends[task];
   const Conn* at = c.edgeOf(task, e.step);
@@ -110,7 +105,7 @@ precclResult_t watchPlan(const ExecCtx& ctx, const CompiledPlan& c, volatile int
       lastLook = now;
       if (const Conn* dead = brokenEdge(ctx, c, progress)) {
         *stop = 1;
-        res = fail(fault, precclRemoteError, dead, brokenWhy(ctx, *dead));
+        res = fail(fault, precclRemoteError, dead, goneEdgeWhy(ctx.rank, *dead));
       }
     }
   }

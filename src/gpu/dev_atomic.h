@@ -38,20 +38,21 @@ template <class T> PRECCL_HD inline T sharedLoad(T* p) { return SharedRef<T>(*p)
 // A flag: what the setter wrote before raising it is visible to whoever sees it raised.
 PRECCL_HD inline void flagRaise(int* p, int v = 1) { SharedRef<int>(*p).store(v, mo::memory_order_release); }
 PRECCL_HD inline int flagLoad(int* p) { return SharedRef<int>(*p).load(mo::memory_order_acquire); }
-// A value the host reads while the lanes run (a task's progress): system scope, since on the GPU it is
-// mapped host memory.
+// A value the host reads too while the lanes run (a task's progress, which the other tasks also wait
+// on): system scope, since on the GPU it is mapped host memory; release and acquire, so that a task
+// seen finished has left its FIFO ends (shared with a later task of its VT) as it left them.
 PRECCL_HD inline void hostVisibleStore(int* p, int v) {
 #if defined(__CUDA_ARCH__)
-  cuda::atomic_ref<int, cuda::thread_scope_system>(*p).store(v, cuda::std::memory_order_relaxed);
+  cuda::atomic_ref<int, cuda::thread_scope_system>(*p).store(v, cuda::std::memory_order_release);
 #else
-  std::atomic_ref<int>(*p).store(v, std::memory_order_relaxed);
+  std::atomic_ref<int>(*p).store(v, std::memory_order_release);
 #endif
 }
 PRECCL_HD inline int hostVisibleLoad(int* p) {
 #if defined(__CUDA_ARCH__)
-  return cuda::atomic_ref<int, cuda::thread_scope_system>(*p).load(cuda::std::memory_order_relaxed);
+  return cuda::atomic_ref<int, cuda::thread_scope_system>(*p).load(cuda::std::memory_order_acquire);
 #else
-  return std::atomic_ref<int>(*p).load(std::memory_order_relaxed);
+  return std::atomic_ref<int>(*p).load(std::memory_order_acquire);
 #endif
 }
 // Returns the value before the decrement (the last of n arrivals sees 1).

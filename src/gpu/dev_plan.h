@@ -67,9 +67,9 @@ struct DevPlan {
   FifoProducer* sends = nullptr;  // one per send edge of the plan
   FifoConsumer* recvs = nullptr;  // one per receive edge
   DevVt* vts = nullptr;
-  int* taskDone = nullptr;        // per task: raised when it finished
-  // Per task, for the host's watch (device/plan_watch.h): the step it is in, kNotStarted while it waits
-  // for the tasks before it, kFinished once done. Memory the host reads while the lanes run.
+  // Per task: the step it is in, kNotStarted while it waits for the tasks before it, kFinished once done.
+  // Read by the tasks that wait for it (Task::after) and by the host's watch (device/plan_watch.h) while
+  // the lanes run.
   int* progress = nullptr;
   static constexpr int kNotStarted = -1, kFinished = -2;
   TaskEnd* ends = nullptr;        // per task

@@ -55,7 +55,21 @@ struct NoTele {
 };
 
 // Lanes: leader(), id(), count(), sync(), relax() (between polls), nowNs(), and share(v) (the leader's v,
-// for every lane). A wait that sees no progress for budgetNs ends with TimedOut (PRECCL_TIMEOUT's rule).
+// for every lane).
+
+// The leader's wait: polls ready() until it holds (0), the abort flag is raised (Aborted) or budgetNs
+// pass without it (TimedOut: PRECCL_TIMEOUT's rule).
+template <class Lanes, class Ready>
+PRECCL_HD int pollUntil(Lanes& lanes, const volatile int* abort, uint64_t budgetNs, Ready ready) {
+  const uint64_t t0 = lanes.nowNs();
+  while (!ready()) {
+    if (*abort) return int(PrimEnd::Aborted);
+    if (lanes.nowNs() - t0 > budgetNs) return int(PrimEnd::TimedOut);
+    lanes.relax();
+  }
+  return 0;
+}
+
 template <class Lanes, class Tele = NoTele>
 PRECCL_HD PrimEnd runPrim(Lanes& lanes, const DevPrim& p, const RedOp& op, precclDataType_t t, size_t esz,
                           const volatile int* abort, uint64_t budgetNs, PrimStats* st, Tele&& tele = Tele{}) {
@@ -70,27 +84,17 @@ PRECCL_HD PrimEnd runPrim(Lanes& lanes, const DevPrim& p, const RedOp& op, precc
     VtRecord passTele{};
     if (lanes.leader()) {
       bool stalled = false;
-      const uint64_t t0 = lanes.nowNs();
       uint64_t stallFrom = 0;
-      for (;;) {
+      end = pollUntil(lanes, abort, budgetNs, [&] {
         bool in = true, room = true;
         for (int i = 0; i < p.nrecv; i++) in = in && p.recv[i]->ready();
         for (int i = 0; i < p.nsend; i++) room = room && p.send[i]->hasRoom();
-        if (in && room) break;
         if (!room && !stalled) {
           stalled = true;
           stallFrom = lanes.nowNs();
         }
-        if (*abort) {
-          end = int(PrimEnd::Aborted);
-          break;
-        }
-        if (lanes.nowNs() - t0 > budgetNs) {
-          end = int(PrimEnd::TimedOut);
-          break;
-        }
-        lanes.relax();
-      }
+        return in && room;
+      });
       if (stalled) {
         sharedAdd<uint64_t>(&st->stalls, 1);
         sharedAdd<uint64_t>(&st->stallNs, lanes.nowNs() - stallFrom);

@@ -60,26 +60,10 @@ template <class Lanes> PRECCL_HD void snapshot(Lanes& lanes, const DevPlan& plan
   recordMax(&vt.now, r);
 }
 
-// The leader waits until ready() holds, the abort flag is raised or budgetNs pass; every lane gets the
-// outcome (0: ready).
+// The leader's pollUntil (gpu/dev_prim.h) under the plan's flag and budget; every lane gets the outcome.
 template <class Lanes, class Ready>
 PRECCL_HD int waitUntil(Lanes& lanes, const DevPlan& plan, Ready ready) {
-  int end = 0;
-  if (lanes.leader()) {
-    const uint64_t t0 = lanes.nowNs();
-    while (!ready()) {
-      if (*plan.abort) {
-        end = int(PrimEnd::Aborted);
-        break;
-      }
-      if (lanes.nowNs() - t0 > plan.budgetNs) {
-        end = int(PrimEnd::TimedOut);
-        break;
-      }
-      lanes.relax();
-    }
-  }
-  return lanes.share(end);
+  return lanes.share(lanes.leader() ? pollUntil(lanes, plan.abort, plan.budgetNs, ready) : 0);
 }
 
 template <class Lanes> PRECCL_HD TaskEnd runTask(Lanes& lanes, const DevPlan& plan, int ti) {
@@ -88,7 +72,7 @@ template <class Lanes> PRECCL_HD TaskEnd runTask(Lanes& lanes, const DevPlan& pl
   TaskEnd out;
   if (int e = waitUntil(lanes, plan, [&] {
         for (uint32_t i = t.afterFirst; i < t.afterLast; i++)
-          if (!flagLoad(&plan.taskDone[i])) return false;
+          if (hostVisibleLoad(&plan.progress[i]) != DevPlan::kFinished) return false;
         return true;
       })) {
     out.end = e == int(PrimEnd::TimedOut) ? TaskEnd::kWaitedAfter : e;
@@ -150,7 +134,6 @@ template <class Lanes> PRECCL_HD TaskEnd runTask(Lanes& lanes, const DevPlan& pl
   if (lanes.leader()) {
     sharedMax<uint64_t>(&vt.doneNs, lanes.nowNs() - plan.startNs);
     hostVisibleStore(&plan.progress[ti], DevPlan::kFinished);
-    flagRaise(&plan.taskDone[ti]);
   }
   out.step = -1;
   return out;

@@ -29,8 +29,10 @@ bool isDevicePtr(const void* p) {
 
 // The FIFO memory of the plans' edges, registered with CUDA as mapped host memory (with unified
 // addressing the kernel uses the host's pointers): shared-memory segments and the proxy's heap FIFOs
-// alike. Once per FIFO for the process, until its communicator is destroyed (DeviceExecutor::forget): a
-// registration may wait for the kernels running on the device, so none happens per call.
+// alike. Once per FIFO for the process, at communicator init (DeviceExecutor::pin), until the
+// communicator is destroyed (DeviceExecutor::forget): a registration may wait for the kernels running on
+// the device. A call only looks its edges up, registering those of a communicator made before the
+// program enabled the executor.
 class Pins {
  public:
   cudaError_t pin(const Fifo& f) {
@@ -154,7 +156,7 @@ precclResult_t executeDevice(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault
   for (int i = 0; i < c.dev.ntasks; i++) progress[i] = DevPlan::kNotStarted;
   DeviceArrays d;
   const size_t oSteps = d.add(c.steps), oTasks = d.add(c.tasks), oSends = d.add(c.sends), oRecvs = d.add(c.recvs),
-               oVts = d.add(c.vts), oDone = d.add(c.taskDone), oEnds = d.add(c.ends);
+               oVts = d.add(c.vts), oEnds = d.add(c.ends);
   if (cudaError_t e = d.upload(); e != cudaSuccess) return failed("copying the plan to the device", e);
   DevPlan dp = c.dev;
   dp.steps = d.at<DevStep>(oSteps);
@@ -162,7 +164,6 @@ precclResult_t executeDevice(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault
   dp.sends = d.at<FifoProducer>(oSends);
   dp.recvs = d.at<FifoConsumer>(oRecvs);
   dp.vts = d.at<DevVt>(oVts);
-  dp.taskDone = d.at<int>(oDone);
   dp.ends = d.at<TaskEnd>(oEnds);
   dp.abort = shared.dev;
   dp.failed = shared.dev + 1;
