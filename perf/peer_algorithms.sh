@@ -14,10 +14,10 @@ BUILD=${BUILD:-./build}
 ITERS=${ITERS:-1}
 COLLECTIVES=${COLLECTIVES:-allreduce reducescatter allgather broadcast reduce alltoall}
 for coll in $COLLECTIVES; do
-  systems=$(cd perf/testbed && python3 -c "import peers, sys; print(','.join(peers.candidates(sys.argv[1])))" "$coll")
-  python3 perf/testbed run --scenario "$SCENARIO" --collectives "$coll" --systems "$systems" \
+  systems=$(python3 -c "import sys; from perf.testbed import peers; print(','.join(peers.candidates(sys.argv[1])))" "$coll")
+  python3 -m perf.testbed run --scenario "$SCENARIO" --collectives "$coll" --systems "$systems" \
     --iters "$ITERS" --build "$BUILD" --out "$OUT/$coll" || echo "peer_algorithms: $coll: some leg failed (see $OUT/$coll)"
 done
 for coll in $COLLECTIVES; do
-  python3 perf/testbed results-table --detail "$coll=$OUT/$coll"
+  python3 -m perf.testbed results-table --detail "$coll=$OUT/$coll"
 done

@@ -19,15 +19,15 @@ import subprocess
 import sys
 import time
 
-import bed_names as names
-import capacity
-import leg_files
-import leg_results
-import run_scenario
-import scenario
-import svg_plot
-import units
-from bed_net import Bed, BedError, alive, teardown
+from . import bed_names as names
+from . import capacity
+from . import leg_files
+from . import leg_results
+from . import run_scenario
+from . import scenario
+from . import svg_plot
+from . import units
+from .bed_net import Bed, BedError, alive, teardown
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -61,7 +61,7 @@ def cmd_up(a):
         h, k = (int(x) for x in label[1:].replace("nic", "").split("."))
         print(f"# {label}: netns {names.netns(prefix, h)} dev {names.nic(k)} {names.address(h, k)}/24 "
               f"{units.format_rate(bed.rates[(h, k)])} {s['operstate']}")
-    print(f"# remove with: python3 {sys.argv[0]} down --prefix {prefix}")
+    print(f"# remove with: python3 -m perf.testbed down --prefix {prefix}")
 
 
 def cmd_down(a):
@@ -123,7 +123,7 @@ def cmd_run(a):
     # The torch systems: the build's python directory, where preccl_torch is (bindings/torch).
     torch_dir = os.path.join(os.path.dirname(peer_dir), "python")
     bins["torch"] = torch_dir if os.path.isdir(os.path.join(torch_dir, "preccl_torch")) else None
-    origin = {"commit": _source_commit(), "command": "python3 perf/testbed " + shlex.join(sys.argv[1:])}
+    origin = {"commit": _source_commit(), "command": "python3 -m perf.testbed " + shlex.join(sys.argv[1:])}
     r = run_scenario.run(sc, bins["preccl"], out, prefix, bins=bins, origin=origin)
     sys.exit(0 if r["passed"] else 1)
 

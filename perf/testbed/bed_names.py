@@ -1,6 +1,6 @@
 """Names and addresses of everything a bed creates, all derived from one short prefix.
 
-Deriving every name from the prefix is what lets `python3 perf/testbed down --prefix P` clean up a crashed
+Deriving every name from the prefix is what lets `python3 -m perf.testbed down --prefix P` clean up a crashed
 run even when its state file is gone: it deletes exactly the names that match the prefix's patterns.
 """
 import json

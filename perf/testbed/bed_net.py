@@ -11,8 +11,8 @@ import signal
 import subprocess
 import time
 
-import bed_names as names
-import units
+from . import bed_names as names
+from . import units
 
 
 CC_PATH = "/proc/sys/net/ipv4/tcp_congestion_control"  # per network namespace since Linux 4.15
@@ -159,7 +159,7 @@ class Bed:
         clash = self.clashes()
         if clash:
             raise BedError(f"prefix {self.prefix}: refusing to start, these names already exist: {', '.join(clash)} "
-                           f"(remove them with `python3 perf/testbed down --prefix {self.prefix}`)")
+                           f"(remove them with `python3 -m perf.testbed down --prefix {self.prefix}`)")
         # State first: from here on a crash leaves a record that `down` can use.
         names.write_state(self.prefix, {"prefix": self.prefix, "hosts": self.hosts, "nics": self.nics,
                                         "pid": os.getpid(), "created": time.time()})

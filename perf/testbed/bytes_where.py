@@ -4,14 +4,14 @@ NIC it forwarded for the other rank of its host (the relay of PRECCL_NIC_AFFINIT
 vt<k>_relayed over vt<k>_bytes, every timed call). Prints a markdown table and writes bytes.svg into the
 run's directory: one bar per NIC and leg, the relayed part of rank 0's NICs hatched.
 
-  python3 perf/testbed bytes-where OUT_DIR [--collective C]
+  python3 -m perf.testbed bytes-where OUT_DIR [--collective C]
 """
 import os
 import sys
 from xml.sax.saxutils import escape
 
-import leg_files
-from bed_names import parse_nic_label
+from . import leg_files
+from .bed_names import parse_nic_label
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 

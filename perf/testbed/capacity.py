@@ -12,7 +12,7 @@ their rate whatever the queue does, are: their measured sending rate comes off t
 the receiver's ingress for the flow's life.
 """
 
-import bed_names as names
+from . import bed_names as names
 
 FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 
@@ -109,7 +109,7 @@ def factor(collective, hosts, ranks_per_host):
 
 
 def parse_bps(text):
-    import units
+    from . import units
     return units.parse_rate(text)
 
 

@@ -6,8 +6,8 @@ last rank exited ("ranks"). Events with equal times fire in file order.
 import threading
 import time
 
-import bed_names as names
-import units
+from . import bed_names as names
+from . import units
 
 
 class EventRunner(threading.Thread):

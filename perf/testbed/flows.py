@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-import bed_names as names
-import leg_files
+from . import bed_names as names
+from . import leg_files
 
 BLASTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blaster.py")
 BASE_PORT = 40000

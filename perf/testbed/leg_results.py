@@ -8,11 +8,11 @@ busbw is in Mbit/s (1e6 bit/s, the unit of the links' rates), from the slowest r
 (rank 0's table) and from rank 0's own time per iteration (iter.csv). The per-size figure is the
 in-place one (the natural mode of every system here); the out-of-place one is kept as busbw_oop.
 """
-import cpu_use
-import leg_files
-import nic_use
-from capacity import RateTimeline
-from ranks import static_reference
+from . import cpu_use
+from . import leg_files
+from . import nic_use
+from .capacity import RateTimeline
+from .ranks import static_reference
 
 BUS_FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 BUS_FACTOR_HALF = ("allgather", "reducescatter", "alltoall", "gather", "scatter")

@@ -8,7 +8,7 @@ link could carry (tbf's rate over the call, link events included). A link that i
 the few per cent tbf lets through above the rate. Another tenant's bytes count too: this is the link's
 use, not the collective's.
 
-As a command: `python3 perf/testbed nic-use OUT_DIR [--collective C] [--system S]` prints every timed
+As a command: `python3 -m perf.testbed nic-use OUT_DIR [--collective C] [--system S]` prints every timed
 call's NIC use per NIC, and `--series N` the N-th call's rates in 0.2 s steps (which link idled, and when).
 """
 import bisect
@@ -16,9 +16,9 @@ import sys
 import threading
 import time
 
-import leg_files
-from bed_names import parse_nic_label
-from capacity import RateTimeline, bed_rates
+from . import leg_files
+from .bed_names import parse_nic_label
+from .capacity import RateTimeline, bed_rates
 
 PERIOD_S = 0.1
 

@@ -24,9 +24,9 @@ import signal
 import subprocess
 import time
 
-import bed_names as names
-import leg_files
-import peers
+from . import bed_names as names
+from . import leg_files
+from . import peers
 
 ROOT_PORT = 29500
 TORCH_PORT = 29400

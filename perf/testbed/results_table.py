@@ -11,15 +11,15 @@ docs/results.md, and result.json keeps each run's own).
 through a shaped NIC (`--tcp-ceiling`), and, where the runs recorded them, the hypervisor's steal, how
 busy the NICs were during `preccl`'s calls (nic-use) and what the background flows delivered.
 
-usage: python3 perf/testbed results-table [--detail [--tcp-ceiling 0.951]] LABEL=OUT_DIR [LABEL=OUT_DIR ...]
+usage: python3 -m perf.testbed results-table [--detail [--tcp-ceiling 0.951]] LABEL=OUT_DIR [LABEL=OUT_DIR ...]
 A label may be given several directories (e.g. static and preccl legs from different runs); for a
 (collective, system) present in more than one, the last directory wins.
 """
 import argparse
 
-import capacity
-import leg_files
-import peers
+from . import capacity
+from . import leg_files
+from . import peers
 
 
 def rows_of(out_dir):

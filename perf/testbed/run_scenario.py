@@ -1,4 +1,4 @@
-"""`python3 perf/testbed run`: one bed; for every collective of the scenario, every system in turn (a
+"""`python3 -m perf.testbed run`: one bed; for every collective of the scenario, every system in turn (a
 "leg"): ranks + the scenario's events (the schedule restarts for every leg), counters and CPU
 before/after; between legs the bed is put back as it was built (rates, links up, no flows). Then
 results.csv, timeline.csv, vt_share.csv, plot.svg and result.json (written by leg_files), and the bed is
@@ -13,18 +13,18 @@ import os
 import signal
 import time
 
-import bed_names as names
-import cpu_use
-import leg_files
-import leg_results
-import nic_use
-import peers
-import svg_plot
-import units
-from bed_net import Bed, BedError
-from events import EventRunner
-from flows import Flows
-from ranks import Ranks, system_binary
+from . import bed_names as names
+from . import cpu_use
+from . import leg_files
+from . import leg_results
+from . import nic_use
+from . import peers
+from . import svg_plot
+from . import units
+from .bed_net import Bed, BedError
+from .events import EventRunner
+from .flows import Flows
+from .ranks import Ranks, system_binary
 
 EVENT_GRACE_S = 15   # how long after its due time the last event may take before the run gives up
 SETTLE_S = 1.0       # between legs: let queues drain and sockets close

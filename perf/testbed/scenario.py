@@ -6,9 +6,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
-import bed_names as names
-import peers
-import units
+from . import bed_names as names
+from . import peers
+from . import units
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
                "scatter", "sendrecv")

@@ -10,12 +10,12 @@
   at the event is iteration 0. Only timed iterations count; the benchmark's small syncs and check calls in
   between are CCTs too, so a count in timed iterations is an upper bound on the count in CCTs.
 
-usage: python3 perf/testbed stability OUT_DIR [--skip N] [--collective C] [--system S]
+usage: python3 -m perf.testbed stability OUT_DIR [--skip N] [--collective C] [--system S]
 """
 import argparse
 import statistics
 
-import leg_files
+from . import leg_files
 
 
 def load(out_dir):

@@ -1,10 +1,10 @@
 """Per-TCP-flow rates on the bed, from the kernel's own counters: which flow of a call got how much of a
 link, and whether it was limited by its window or by losses.
 
-`python3 perf/testbed tcp-flows sample SECONDS OUT.csv` reads `ss -tin` in every bed namespace every
-0.5 s (run it beside `python3 perf/testbed run`; it enters the namespaces, so root) and writes one row per
+`python3 -m perf.testbed tcp-flows sample SECONDS OUT.csv` reads `ss -tin` in every bed namespace every
+0.5 s (run it beside `python3 -m perf.testbed run`; it enters the namespaces, so root) and writes one row per
 flow per sample: bytes acked, congestion window, retransmissions, smoothed RTT, the receive window
-threshold. `python3 perf/testbed tcp-flows table OUT.csv FROM TO` prints each flow's Mbit/s per sample
+threshold. `python3 -m perf.testbed tcp-flows table OUT.csv FROM TO` prints each flow's Mbit/s per sample
 interval between two unix times (a call's start and end, from the leg's iter.csv), named hH nN (host, NIC)
 from the bed's addresses, for flows that moved at least 1 MB. Sampling costs a few per cent of a core.
 OUT.csv is this command's own file, not one of a leg's.
@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 
-import bed_names
+from . import bed_names
 
 FIELDS = ["t", "ns", "local", "peer", "bytes_acked", "cwnd", "retrans", "rtt_ms", "rcv_ssthresh"]
 

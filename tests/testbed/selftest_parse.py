@@ -4,15 +4,16 @@ runs it first, `selftest-parse` alone."""
 import os
 import tempfile
 
-import bed_names
-import bytes_where
-import cpu_use
-import leg_files
-import leg_results
-import peers
-import scenario
-import tcp_flows
-import units
+from perf import testbed
+from perf.testbed import bed_names
+from perf.testbed import bytes_where
+from perf.testbed import cpu_use
+from perf.testbed import leg_files
+from perf.testbed import leg_results
+from perf.testbed import peers
+from perf.testbed import scenario
+from perf.testbed import tcp_flows
+from perf.testbed import units
 
 GOOD_RUN = '[run]\nbytes = "1M"\n'
 FLOW = 'action = "flow_start"\nflow = "a"\nhost = 0\nnic = 0\nto = 1\nbytes = "1M"\nseconds = 2\n'
@@ -86,8 +87,8 @@ CASES = [
 
 def shipped_scenarios():
     """The bed's own (perf/testbed/scenarios) and the standard scenarios (perf/scenarios)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    dirs = [os.path.join(here, "scenarios"), os.path.join(os.path.dirname(here), "scenarios")]
+    pkg = os.path.dirname(os.path.abspath(testbed.__file__))
+    dirs = [os.path.join(pkg, "scenarios"), os.path.join(os.path.dirname(pkg), "scenarios")]
     return [os.path.join(d, n) for d in dirs if os.path.isdir(d) for n in sorted(os.listdir(d))
             if n.endswith(".toml")]
 

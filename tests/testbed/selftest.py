@@ -1,4 +1,4 @@
-"""The bed's CI test (ctest `testbed`).
+"""The test bed's CI test (ctest `testbed`): the package perf.testbed, as a user runs it.
 
 1. Scenario parsing (no root needed): good files pass, bad ones fail naming file, key and problem; every
    shipped scenario (perf/testbed/scenarios, perf/scenarios) parses; the capacity-limit arithmetic.
@@ -11,7 +11,7 @@
    - Ctrl-C (SIGINT to the process group) in the middle of a run: the bed is removed all the same.
    - after each: no namespace, veth or bridge with the run's prefix is left (`ip netns list`, `ip link`).
 
-  python3 perf/testbed selftest --perf BUILD/perf/preccl-perf [--keep-out DIR]
+  python3 -m tests.testbed selftest --perf BUILD/perf/preccl-perf [--keep-out DIR]   (repository root)
 """
 import argparse
 import os
@@ -21,14 +21,16 @@ import sys
 import tempfile
 import time
 
-import bed_names as names
-import leg_files
-import selftest_capacity
-import selftest_parse
-from bed_net import ALLOWED_CC_PATH, CC_PATH, owned
+from perf import testbed
+from perf.testbed import bed_names as names
+from perf.testbed import leg_files
+from perf.testbed.bed_net import ALLOWED_CC_PATH, CC_PATH, owned
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTBED = [sys.executable, HERE]   # the entry point, as a user runs it
+from . import selftest_capacity
+from . import selftest_parse
+
+SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(testbed.__file__)), "scenarios")  # perf/testbed/scenarios
+TESTBED = [sys.executable, "-m", "perf.testbed"]   # the entry point, as a user runs it
 MiB = 1 << 20
 
 
@@ -82,7 +84,7 @@ def test_run(c, perf, out):
     prefix = names.new_prefix()
     machine_cc, machine_allowed = open(CC_PATH).read().strip(), open(ALLOWED_CC_PATH).read().strip()
     print(f"run scenarios/selftest_2x2.toml with prefix {prefix}, output {out}")
-    p = subprocess.run(TESTBED + ["run", "--scenario", os.path.join(HERE, "scenarios", "selftest_2x2.toml"),
+    p = subprocess.run(TESTBED + ["run", "--scenario", os.path.join(SCENARIOS, "selftest_2x2.toml"),
                                   "--perf", perf, "--out", out, "--prefix", prefix],
                        capture_output=True, text=True, timeout=240)
     print(p.stdout + p.stderr)

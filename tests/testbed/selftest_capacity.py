@@ -1,8 +1,8 @@
 """Checks the capacity-limit arithmetic (docs/testbed.md) and the NICs' use (nic_use) on hand-computed
 cases. Needs no root; `selftest` runs it, `selftest-capacity` alone."""
-import capacity
-import nic_use
-from capacity import RateTimeline
+from perf.testbed import capacity
+from perf.testbed import nic_use
+from perf.testbed.capacity import RateTimeline
 
 M = 10**6
 
