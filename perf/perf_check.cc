@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 namespace perf {
 namespace {

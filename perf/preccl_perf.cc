@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 #include "perf_args.h"
 #include "perf_check.h"
 #include "perf_colls.h"

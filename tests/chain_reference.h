@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "device/reduce.h"
+#include "reduce/reduce.h"
 
 inline std::vector<unsigned char> chainReference(const preccl::RedOp& op, precclDataType_t t, size_t count,
                                                  const std::vector<std::vector<unsigned char>>& in) {

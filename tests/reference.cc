@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 namespace ptest {
 

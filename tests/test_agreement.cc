@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "device/agreement.h"
+#include "exec/agreement.h"
 #include "policy/detect.h"
 
 using namespace preccl;

@@ -14,10 +14,10 @@
 #include "chain_reference.h"
 #include "core/comm.h"
 #include "harness.h"
-#include "device/dtype.h"
-#include "device/reduce.h"
-#include "gpu/dev_prim.h"
-#include "gpu/host_lanes.h"
+#include "reduce/dtype.h"
+#include "reduce/reduce.h"
+#include "exec/dev_prim.h"
+#include "exec/host_lanes.h"
 
 using namespace preccl;
 using namespace preccl::gpu;

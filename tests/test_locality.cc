@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/locality.h"
+#include "topo/locality.h"
 
 using namespace preccl;
 

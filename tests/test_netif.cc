@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/env.h"
-#include "core/host_id.h"
-#include "core/net_if.h"
+#include "base/env.h"
+#include "topo/host_id.h"
+#include "topo/net_if.h"
 
 using namespace preccl;
 

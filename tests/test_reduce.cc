@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "device/dtype.h"
-#include "device/reduce.h"
+#include "reduce/dtype.h"
+#include "reduce/reduce.h"
 
 using namespace preccl;
 

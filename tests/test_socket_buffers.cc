@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "core/socket_buffers.h"
 #include "policy/model.h"
 #include "transport/socket.h"

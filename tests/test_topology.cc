@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "core/topology.h"
+#include "topo/topology.h"
 
 using namespace preccl;
 

@@ -5,7 +5,7 @@
 #include "core/debug.h"
 #include "core/enqueue.h"
 #include "core/group.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 using namespace preccl;
 

@@ -5,10 +5,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "core/comm.h"
 #include "core/debug.h"
-#include "core/env.h"
-#include "core/net_if.h"
+#include "base/env.h"
+#include "topo/net_if.h"
 #include "core/unique_id.h"
 
 using namespace preccl;

@@ -4,7 +4,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/probe.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 using namespace preccl;
 

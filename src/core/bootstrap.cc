@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/clock.h"
 #include "core/debug.h"
 
 namespace preccl {

@@ -12,9 +12,9 @@
 
 #include "core/bootstrap.h"
 #include "core/config.h"
-#include "core/topology.h"
-#include "device/executor.h"
-#include "device/reduce.h"
+#include "topo/topology.h"
+#include "exec/executor.h"
+#include "reduce/reduce.h"
 #include "policy/allocation.h"
 #include "policy/policy.h"
 #include "policy/telemetry.h"

@@ -5,13 +5,14 @@
 
 #include <cstring>
 
+#include "base/clock.h"
 #include "core/comm.h"
 #include "core/debug.h"
-#include "core/env.h"
-#include "core/host_id.h"
-#include "core/locality.h"
+#include "base/env.h"
+#include "topo/host_id.h"
+#include "topo/locality.h"
 #include "core/trace.h"
-#include "core/net_if.h"
+#include "topo/net_if.h"
 #include "core/socket_buffers.h"
 #include "core/unique_id.h"
 #include "transport/auth_accept.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/debug.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "policy/detect.h"
 #include "transport/fifo.h"
 

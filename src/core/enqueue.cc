@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/clock.h"
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/group.h"
@@ -12,8 +13,8 @@
 #include "core/socket_buffers.h"
 #include "core/stream.h"
 #include "core/trace.h"
-#include "device/dtype.h"
-#include "device/executor.h"
+#include "reduce/dtype.h"
+#include "exec/executor.h"
 #include "transport/socket.h"
 
 namespace preccl {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "device/primitives.h"
+#include "plan/plan.h"
 #include "policy/allocation.h"
 #include "policy/policy.h"
 #include "preccl/preccl.h"

@@ -8,7 +8,7 @@
 
 #include "core/comm.h"
 #include "core/plan.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 #include "policy/rail_split.h"
 
 namespace preccl {

@@ -2,7 +2,7 @@
 // a VT's range travels around the ring exactly as in NCCL's ring kernels.
 #include "core/comm.h"
 #include "core/plan.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 namespace preccl {
 

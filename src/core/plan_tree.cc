@@ -8,7 +8,7 @@
 // the first results coming down.
 #include "core/comm.h"
 #include "core/plan.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 namespace preccl {
 

@@ -2,7 +2,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
-#include "device/agreement.h"
+#include "exec/agreement.h"
 #include "policy/policy.h"
 #include "transport/transport.h"
 

@@ -8,9 +8,9 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
-#include "core/env.h"
+#include "base/env.h"
 #include "core/probe.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 
 namespace preccl {
 

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/debug.h"
-#include "device/plan_watch.h"
+#include "base/log.h"
+#include "exec/plan_watch.h"
 #include "gpu/gpu_plan.h"
 
 namespace preccl::gpu {

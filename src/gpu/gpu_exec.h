@@ -3,7 +3,7 @@
 // proxy's FIFOs registered with CUDA as mapped host memory: the proxy moves slots between them and the
 // wire, as it does for the host executor). The host watches the kernel (device/plan_watch.h).
 #pragma once
-#include "device/executor.h"
+#include "exec/executor.h"
 
 namespace preccl::gpu {
 

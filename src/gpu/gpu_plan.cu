@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/block_lanes.cuh"
-#include "gpu/dev_task.h"
+#include "exec/dev_task.h"
 #include "gpu/gpu_plan.h"
 
 namespace preccl::gpu {

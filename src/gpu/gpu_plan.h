@@ -2,7 +2,7 @@
 // VT's tasks and the ranks' chains hand slots to each other). Every pointer the plan holds (steps, tasks,
 // FIFO ends and the memory behind them, VT rows, flags, the caller's buffers) is device-visible.
 #pragma once
-#include "gpu/dev_plan.h"
+#include "exec/dev_plan.h"
 
 namespace preccl::gpu {
 

@@ -1,7 +1,7 @@
 // The device primitive on a CUDA block (gpu/block_lanes.cuh), one per block.
 #include <cuda_runtime.h>
 
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 #include "gpu/block_lanes.cuh"
 #include "gpu/gpu_prim.h"
 

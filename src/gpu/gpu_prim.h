@@ -2,7 +2,7 @@
 // hands slots along through its FIFOs, so they must run together). Every pointer a DevPrim holds, its
 // FIFO ends included, is device-visible memory.
 #pragma once
-#include "gpu/dev_prim.h"
+#include "exec/dev_prim.h"
 
 namespace preccl::gpu {
 

@@ -3,8 +3,8 @@
 // which never fuses (-ffp-contract=off).
 #include <cuda_runtime.h>
 
-#include "device/dtype.h"
-#include "gpu/dev_reduce.h"
+#include "reduce/dtype.h"
+#include "reduce/reduce_lanes.h"
 #include "gpu/gpu_reduce.h"
 
 namespace preccl::gpu {

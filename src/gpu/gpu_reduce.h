@@ -3,7 +3,7 @@
 #pragma once
 #include <cstddef>
 
-#include "device/reduce.h"
+#include "reduce/reduce.h"
 #include "preccl/preccl.h"
 
 namespace preccl::gpu {

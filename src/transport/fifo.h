@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "device/hd.h"
+#include "base/hd.h"
 #include "policy/telemetry.h"
 #include "transport/doorbell.h"
 #include "transport/fifo_atomic.h"

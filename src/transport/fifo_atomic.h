@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "device/hd.h"
+#include "base/hd.h"
 #if defined(__CUDACC__)
 #include <cuda/atomic>
 #endif

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/clock.h"
 #include "transport/socket.h"
 
 namespace preccl {

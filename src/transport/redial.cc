@@ -9,7 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "transport/fifo.h"
 
 namespace preccl {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/debug.h"
+#include "base/log.h"
 
 namespace preccl {
 

@@ -1,5 +1,7 @@
 #include "transport/socket.h"
 
+#include "base/clock.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +17,6 @@
 #include <cstring>
 
 namespace preccl {
-
-uint64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 int SockAddr::port() const {
   if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);

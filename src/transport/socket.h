@@ -23,9 +23,6 @@ struct SockAddr {
 // Parses "ip:port", "[ipv6]:port" or "host:port".
 bool parseSockAddr(const std::string& text, SockAddr* out);
 
-// Monotonic clock in nanoseconds.
-uint64_t nowNs();
-
 // Creates a listening socket bound to `addr` (port 0 = ephemeral); fills the bound address back.
 int listenOn(SockAddr* addr, int backlog = 1024);
 // Connects, retrying refused connections until `deadlineNs`; binds the local side to `local` if given.

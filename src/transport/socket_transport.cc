@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/debug.h"
+#include "base/log.h"
 #include "policy/detect.h"
 #include "transport/auth_accept.h"
 #include "transport/conn_hello.h"

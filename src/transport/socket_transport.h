@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/net_if.h"
+#include "topo/net_if.h"
 #include "transport/proxy.h"
 #include "transport/transport.h"
 

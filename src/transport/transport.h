@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/topology.h"
+#include "topo/topology.h"
 #include "preccl/preccl.h"
 #include "transport/doorbell.h"
 #include "transport/fifo.h"

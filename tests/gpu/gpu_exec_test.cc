@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cuda_ok.h"
-#include "device/dtype.h"
+#include "reduce/dtype.h"
 #include "gpu/gpu_exec.h"
 #include "preccl/preccl.h"
 

@@ -13,8 +13,8 @@
 
 #include "chain_reference.h"
 #include "cuda_ok.h"
-#include "device/dtype.h"
-#include "device/reduce.h"
+#include "reduce/dtype.h"
+#include "reduce/reduce.h"
 #include "gpu/gpu_prim.h"
 
 using namespace preccl;

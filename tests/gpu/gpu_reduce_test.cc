@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cuda_ok.h"
-#include "device/dtype.h"
-#include "device/reduce.h"
+#include "reduce/dtype.h"
+#include "reduce/reduce.h"
 #include "gpu/gpu_reduce.h"
 
 using namespace preccl;

@@ -1,0 +1,266 @@
+#include "exec/agreement.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/log.h"
+
+namespace preccl {
+
+Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
+                     bool dropStale, size_t spare, const CommitRecord* last)
+    : rank_(rank),
+      nranks_(nranks),
+      epoch_(epoch),
+      attempt_(attempt),
+      edges_(std::move(edges)),
+      dirty_(edges_.size(), 0),
+      used_(edges_.size(), 0),
+      firstSpare_(edges_.size() - std::min(spare, edges_.size())),
+      active_(std::min(std::max<size_t>(narrow, 1), firstSpare_)),
+      dropStale_(dropStale),
+      ranks_((nranks + 63) / 64, 0),
+      last_(last) {}
+
+void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
+
+void Agreement::widen() {
+  if (active_ == edges_.size()) return;
+  active_ = edges_.size();
+  if (phase_ == Phase::Committing || phase_ == Phase::Aborting) markAll();
+}
+
+void Agreement::finish(uint64_t report) {
+  if (phase_ != Phase::Running) return;
+  phase_ = Phase::Committing;
+  std::fill(ranks_.begin(), ranks_.end(), 0);
+  ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
+  vts_ = report;
+  dead_ = 0;
+  markAll();
+}
+
+void Agreement::setSuspects(uint64_t vts) {
+  suspects_ = vts;
+  if (phase_ == Phase::Committing && (dead_ | vts) != dead_) {
+    dead_ |= vts;
+    markAll();
+  }
+}
+
+void Agreement::abort() {
+  if (phase_ == Phase::Aborting || ended()) return;
+  // A committing rank's set meant "finished"; from here on it means "reported".
+  phase_ = Phase::Aborting;
+  std::fill(ranks_.begin(), ranks_.end(), 0);
+  ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
+  vts_ = suspects_;
+  abortNotReady_ = notReady_;
+  active_ = edges_.size();  // rare, and it must get through whatever else died
+  markAll();
+}
+
+// A notice's body: the VTs (abort: failed; commit: not ready to rejoin), a second mask (commit: the dead
+// paths committing ranks found; abort: the masked VTs not ready to rejoin), then the set of ranks.
+constexpr size_t kNoticeHead = 16;
+
+static uint64_t deadIn(const SlotHdr& h, const char* body) {
+  uint64_t v = 0;
+  if (h.bytes >= kNoticeHead) memcpy(&v, body + 8, 8);
+  return v;
+}
+
+bool Agreement::merge(const SlotHdr& h, const char* body) {
+  const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= kNoticeHead ? (h.bytes - kNoticeHead) / 8 : 0);
+  bool grew = false;
+  uint64_t v;
+  if (h.bytes >= kNoticeHead) {
+    memcpy(&v, body, 8);
+    grew |= (vts_ | v) != vts_;
+    vts_ |= v;
+    v = deadIn(h, body);
+    uint64_t& second = phase_ == Phase::Aborting ? abortNotReady_ : dead_;
+    grew |= (second | v) != second;
+    second |= v;
+  }
+  for (size_t i = 0; i < words; i++) {
+    memcpy(&v, body + kNoticeHead + 8 * i, 8);
+    grew |= (ranks_[i] | v) != ranks_[i];
+    ranks_[i] |= v;
+  }
+  if (grew) markAll();
+  return grew;
+}
+
+bool Agreement::readEdge(Conn* c) {
+  FifoConsumer& r = c->recv;
+  bool moved = false;
+  if (phase_ == Phase::Running) {
+    while (r.ready() && droppable(r.hdr(), epoch_, attempt_, dropStale_)) {
+      dropStale(c);
+      moved = true;
+    }
+    // An abort may wait behind data this rank has not read yet: it decides the attempt, so look for it.
+    const uint64_t n = r.waiting();
+    for (uint64_t i = 0; i < n; i++) {
+      const SlotHdr& h = r.hdrAt(i);
+      if (same(h) && h.kind == kSlotAbort) {
+        abort();
+        merge(h, r.slotAt(i));
+        return true;
+      }
+      if (same(h) && h.kind == kSlotCommit && deadIn(h, r.slotAt(i)) != 0) {
+        PRECCL_WARN("rank {}: a finished rank found VT mask {:#x} dead in epoch {} attempt {} while this rank still "
+                    "runs: aborting the attempt",
+                    rank_, deadIn(h, r.slotAt(i)), epoch_, attempt_);
+        abort();
+        return true;
+      }
+    }
+    return moved;
+  }
+  while (r.ready()) {
+    const SlotHdr& h = r.hdr();
+    if (older(h, epoch_, attempt_)) {
+      // Old data is not ours to drop unless an abort made it stale: the executor's timeout names it.
+      if (!droppable(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
+      dropStale(c);
+      moved = true;
+      continue;
+    } else if (!same(h)) {
+      // The peer's next attempt or CCT: it ended this one, and its last notice came before, unless that
+      // was lost on a path that died and the peer answered later (dropStale), behind its next CCT's data.
+      if (phase_ == Phase::Committing) {
+        const uint64_t n = r.waiting();
+        for (uint64_t i = 1; i < n; i++)
+          if (same(r.hdrAt(i)) && r.hdrAt(i).kind == kSlotCommit) moved |= merge(r.hdrAt(i), r.slotAt(i));
+      }
+      break;
+    } else if (h.kind == kSlotAbort) {
+      abort();
+      merge(h, r.slot());
+    } else if (h.kind == kSlotCommit) {
+      if (phase_ == Phase::Committing) merge(h, r.slot());
+    } else if (phase_ != Phase::Aborting) {
+      break;  // data after this rank finished: the ranks' plans differ; the executor's timeout names it
+    }
+    r.release();
+    moved = true;
+  }
+  return moved;
+}
+
+// Puts one notice on c's send FIFO; false when it has no room (or the slot is too small, which no slot
+// size the config allows makes happen).
+static bool sendNotice(Conn* c, uint64_t epoch, uint32_t attempt, uint16_t kind, uint64_t vts, uint64_t second,
+                       const std::vector<uint64_t>& ranks) {
+  const uint32_t bytes = static_cast<uint32_t>(kNoticeHead + 8 * ranks.size());
+  if (c->state() != Conn::Live || !c->send.hasRoom() || bytes > c->send.fifo().slotBytes) return false;
+  SlotHdr& h = c->send.hdr();
+  h = SlotHdr{};
+  h.epoch = epoch;
+  h.attempt = attempt;
+  h.kind = kind;
+  h.bytes = bytes;
+  h.teleEpoch = ~0ull;
+  char* body = c->send.slot();
+  memcpy(body, &vts, 8);
+  memcpy(body + 8, &second, 8);
+  memcpy(body + kNoticeHead, ranks.data(), 8 * ranks.size());
+  c->send.publish();
+  return true;
+}
+
+void Agreement::dropStale(Conn* c) {
+  FifoConsumer& r = c->recv;
+  const SlotHdr& h = r.hdr();
+  // Only a notice that names dead paths: its rank found one while committing, so notices to it may have
+  // been lost on it (a flood's late notices with smaller sets are common and harmless).
+  if (last_ && h.kind == kSlotCommit && h.epoch == last_->epoch && h.attempt == last_->attempt &&
+      h.bytes >= kNoticeHead + 8 * last_->ranks.size() && deadIn(h, r.slot()) != 0) {
+    bool whole = true;
+    for (size_t i = 0; i < last_->ranks.size(); i++) {
+      uint64_t v;
+      memcpy(&v, r.slot() + kNoticeHead + 8 * i, 8);
+      whole &= (v | last_->ranks[i]) == v;
+    }
+    // Answered once per notice; a full FIFO leaves it unanswered, and the peer's next notice asks again.
+    if (!whole && sendNotice(c, last_->epoch, last_->attempt, kSlotCommit, last_->vts, last_->dead, last_->ranks))
+      PRECCL_WARN("rank {}: rank {} is still committing epoch {} attempt {}, which this rank committed: sent it the "
+                  "final notice again ({})",
+                  rank_, c->peer, last_->epoch, last_->attempt, c->path);
+  }
+  r.release();
+}
+
+bool Agreement::sendPending() {
+  bool moved = false;
+  const uint16_t kind = phase_ == Phase::Committing ? kSlotCommit : kSlotAbort;
+  for (size_t i = 0; i < active_; i++) {
+    Conn* c = edges_[i];
+    if (!dirty_[i]) continue;
+    const uint64_t second = phase_ == Phase::Committing ? dead_ : abortNotReady_;
+    if (!sendNotice(c, epoch_, attempt_, kind, vts_, second, ranks_)) continue;
+    dirty_[i] = 0;
+    used_[i] = 1;
+    moved = true;
+  }
+  return moved;
+}
+
+// Sent on every edge that can carry it: a silent path is left out, the flood reaches its far end
+// through the others.
+bool Agreement::allSent() const {
+  for (size_t i = 0; i < active_; i++) {
+    const Conn* c = edges_[i];
+    if (dirty_[i] && c->state() == Conn::Live && !c->pathDown) return false;
+  }
+  return true;
+}
+
+bool Agreement::complete() const {
+  for (int r = 0; r < nranks_; r++)
+    if (!((ranks_[r / 64] >> (r % 64)) & 1)) return false;
+  return true;
+}
+
+bool Agreement::pump() {
+  if (ended()) return false;
+  bool moved = false;
+  for (Conn* c : edges_) moved |= readEdge(c);
+  if (phase_ == Phase::Running) return moved;
+  moved |= sendPending();
+  if (!complete() || !allSent()) return moved;
+  if (phase_ == Phase::Aborting) {
+    phase_ = Phase::Aborted;
+    return true;
+  }
+  // Committing: the last notices must have left this process, since a peer may still need them to
+  // return and this rank may exit as soon as it does.
+  for (size_t i = 0; i < edges_.size(); i++) {  // every edge: the plan's data too (a spare one's old bytes are no one's)
+    Conn* c = edges_[i];
+    if (i >= firstSpare_ && !used_[i]) continue;
+    if (c->stagedSends && c->state() == Conn::Live && !c->pathDown && c->send.released() != c->send.published())
+      return moved;
+  }
+  phase_ = Phase::Committed;
+  return true;
+}
+
+std::string Agreement::missing() const {
+  std::vector<int> m;
+  for (int r = 0; r < nranks_ && m.size() < 8; r++)
+    if (!((ranks_[r / 64] >> (r % 64)) & 1)) m.push_back(r);
+  return m.empty() ? std::string("none") : fmt::format("{}", fmt::join(m, ","));
+}
+
+const Conn* Agreement::quietEdge() const {
+  for (const Conn* c : edges_)
+    if (!((ranks_[size_t(c->peer) / 64] >> (c->peer % 64)) & 1)) return c;
+  return edges_.empty() ? nullptr : edges_[0];
+}
+
+}  // namespace preccl

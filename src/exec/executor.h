@@ -1,0 +1,99 @@
+// The host executor: runs every Task of a CCT as a resumable state machine, slot by slot, over the
+// connection FIFOs, on the calling thread. It never spins a thread per VT: when no task can move it
+// sleeps on the rank's Bell, which peers and the proxy ring. Stall counting happens here.
+// It sees an execution context, not the communicator: what it needs to run, count and give up.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/agreement.h"
+#include "plan/plan.h"
+#include "preccl/preccl.h"
+#include "transport/doorbell.h"
+
+namespace preccl {
+
+// Per-VT telemetry of this rank: totals and the last CCT's values.
+struct VtCounters {
+  uint64_t bytes = 0, stalls = 0, stallNs = 0;
+  uint64_t lastBytes = 0, lastStalls = 0, lastStallNs = 0;
+  uint64_t relayed = 0, lastRelayed = 0;  // of the bytes, those this rank forwarded for a local rank (rail)
+  double lastShare = 0;
+};
+
+class ConnTable;
+
+struct ExecCtx {
+  int rank = 0;
+  size_t slotBytes = 0;                       // the FIFOs' slot
+  uint64_t timeoutNs = 0;                     // PRECCL_TIMEOUT: no progress for this long fails the CCT
+  Bell* bell = nullptr;                       // where the executor sleeps; peers and the proxy ring it
+  const std::atomic<int>* abort = nullptr;    // set by CommAbort: return at once
+  std::vector<VtCounters>* vtStats = nullptr; // per VT; the last* fields are this CCT's
+  // Every edge of the communicator: one that failed outside this CCT's plan (a peer that died) fails it too.
+  const ConnTable* edges = nullptr;
+  int nranks = 1;
+  // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
+  // rank (device/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
+  // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
+  // `notify`: the ring neighbours' edges on the live VTs, which the agreement's notices travel on besides
+  // the plan's own edges. `detectMs`: a path with nothing acknowledged for this long is dead.
+  bool agree = false;
+  uint32_t attempt = 0;
+  bool dropStale = false;
+  uint64_t liveMask = ~0ull;
+  std::vector<Conn*> notify;
+  size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
+  // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
+  // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
+  std::vector<Conn*> spare;
+  uint32_t detectMs = 500;
+  // The masked VTs this rank cannot take back yet (core/probe.h): asked when its tasks are done, for the
+  // commit (then rather than at the start, so that a path that returned during a long call counts), and
+  // while it waits, for an abort.
+  std::function<uint64_t()> report;
+  // The attempt this rank committed last, for a peer still committing it (device/agreement.h).
+  const CommitRecord* lastCommit = nullptr;
+};
+
+// Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
+// NIC (-1: none, or shared memory). The caller decides whether the communicator survives it.
+struct ExecFault {
+  precclResult_t code = precclSuccess;
+  int peer = -1, vt = -1, nic = -1;
+  std::string what;  // the whole message, naming the edge's path
+  // The ranks agreed to give the attempt up: run it again without `agreedVts` (every rank got the same).
+  // After a commit, `agreedVts` holds the masked VTs that some rank cannot take back yet.
+  bool aborted = false;
+  uint64_t agreedVts = 0;
+  uint64_t notReadyVts = ~0ull;  // aborted: the masked VTs some rank cannot take back yet
+  CommitRecord committed;        // committed: its final notice (ExecCtx::lastCommit of the next CCT)
+};
+
+precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+// The device executor's code run on CPU threads (device/lane_exec.cc): the plan compiled to plain data
+// (device/plan_compile.h), one thread per task, as a kernel runs one block per task. No agreement
+// (ctx.agree must be false): a dead path fails the CCT.
+precclResult_t executeLanes(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+// The device executor (gpu/gpu_exec.h), present where the GPU path is linked and the program enabled it:
+// it runs a CCT whose buffers are device memory, in the CCT's kernel (no agreement there either).
+struct DeviceExecutor {
+  bool (*isDevice)(const void* p) = nullptr;  // p is device (or managed) memory
+  precclResult_t (*run)(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) = nullptr;
+  // A new communicator's FIFO: make it device-visible ("" or what failed). forget: its memory is about to
+  // go (the communicator is freed).
+  std::string (*pin)(const Fifo& f) = nullptr;
+  void (*forget)(const void* fifoMem) = nullptr;
+};
+void setDeviceExecutor(const DeviceExecutor& d);
+const DeviceExecutor& deviceExecutor();
+// Why a CCT fails on an edge it still needs whose transport failed it or whose peer closed it.
+std::string goneEdgeWhy(int rank, const Conn& c);
+// Every executor: the last* counters start at zero, and are added to the totals at the end.
+void beginCounters(std::vector<VtCounters>& stats);
+void endCounters(std::vector<VtCounters>& stats);
+
+}  // namespace preccl
