@@ -7,33 +7,6 @@
 
 namespace perf {
 
-namespace {
-struct CollEntry {
-  const char* name;
-  Coll coll;
-};
-constexpr CollEntry kColls[] = {
-    {"allreduce", Coll::AllReduce}, {"allgather", Coll::AllGather}, {"reducescatter", Coll::ReduceScatter},
-    {"broadcast", Coll::Broadcast}, {"reduce", Coll::Reduce},       {"alltoall", Coll::AlltoAll},
-    {"gather", Coll::Gather},       {"scatter", Coll::Scatter},     {"sendrecv", Coll::SendRecv},
-};
-}  // namespace
-
-const char* collName(Coll c) {
-  for (const auto& e : kColls)
-    if (e.coll == c) return e.name;
-  return "?";
-}
-
-bool parseColl(const char* name, Coll* out) {
-  for (const auto& e : kColls)
-    if (std::strcmp(name, e.name) == 0) {
-      *out = e.coll;
-      return true;
-    }
-  return false;
-}
-
 bool parseBytes(const char* text, size_t* out) {
   char* end = nullptr;
   errno = 0;
@@ -99,12 +72,6 @@ double busBwFactor(Coll c, int nranks) {
     case Coll::SendRecv: return 1.0;
   }
   return 1.0;
-}
-
-bool usesOp(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
-
-bool usesRoot(Coll c) {
-  return c == Coll::Broadcast || c == Coll::Reduce || c == Coll::Gather || c == Coll::Scatter;
 }
 
 bool hasInPlace(Coll c) { return c != Coll::SendRecv; }

@@ -4,12 +4,17 @@
 #pragma once
 #include <cstddef>
 
+#include "base/coll.h"
+
 namespace perf {
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AlltoAll, Gather, Scatter, SendRecv };
-
-const char* collName(Coll c);                 // "allreduce", ...
-bool parseColl(const char* name, Coll* out);  // the inverse; false for an unknown name
+// The library's names of the collectives (src/base/coll.h: collKey "allreduce", collFromKey, collReduces,
+// collRooted); nothing else of the library.
+using preccl::Coll;
+using preccl::collFromKey;
+using preccl::collKey;
+using preccl::collReduces;
+using preccl::collRooted;
 // "64M" -> 67108864; K/M/G are powers of 1024 as in nccl-tests. false on a malformed value.
 bool parseBytes(const char* text, size_t* out);
 
@@ -25,8 +30,6 @@ struct Geometry {
 Geometry geometryFor(Coll c, size_t bytes, size_t typeSize, int nranks);
 // busbw = algbw * factor (nccl-tests' formulas).
 double busBwFactor(Coll c, int nranks);
-bool usesOp(Coll c);    // AllReduce, Reduce, ReduceScatter
-bool usesRoot(Coll c);  // Broadcast, Reduce, Gather, Scatter
 // In-place is defined for every collective but SendRecv (send and receive of the same buffer race).
 bool hasInPlace(Coll c);
 // Where the NCCL in-place layout puts this rank's send and receive data within one allocation, in

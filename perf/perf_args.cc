@@ -105,7 +105,7 @@ int parseArgs(int argc, char** argv, PerfArgs* out) {
   };
   while ((c = getopt_long(argc, argv, "t:b:e:f:i:n:w:c:o:d:r:z:h", kLong, nullptr)) != -1) {
     switch (c) {
-      case 't': if (!parseColl(optarg, &a.coll)) return bad("collective", optarg); break;
+      case 't': if (!collFromKey(optarg, &a.coll)) return bad("collective", optarg); break;
       case 'b': if (!parseBytes(optarg, &a.minBytes)) return bad("-b size", optarg); break;
       case 'e': if (!parseBytes(optarg, &a.maxBytes)) return bad("-e size", optarg); break;
       case 'f':

@@ -25,7 +25,7 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser: cheap, well spread
 }
 uint64_t hashOf(int rank, size_t k) { return mix((uint64_t(rank) << 40) ^ uint64_t(k) ^ 0x5eedull); }
 
-bool reduces(Coll c) { return usesOp(c); }
+bool reduces(Coll c) { return collReduces(c); }
 
 bool isSignedType(precclDataType_t t) {
   return t != precclUint8 && t != precclUint32 && t != precclUint64;

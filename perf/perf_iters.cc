@@ -57,7 +57,7 @@ void IterCsv::write(const PerfArgs& a, size_t bytes, const char* mode, int iter,
     std::fprintf(f_, "\n");
   }
   const double algBw = timeUs > 0 ? double(bytes) / 1e3 / timeUs : 0.0;  // GB/s
-  std::fprintf(f_, "%s,%s,%zu,%d,%.6f,%.6f,%.3f,%.9f,%.9f,%llu", collName(a.coll), mode, bytes, iter, tS, unixS,
+  std::fprintf(f_, "%s,%s,%zu,%d,%.6f,%.6f,%.3f,%.9f,%.9f,%llu", collKey(a.coll), mode, bytes, iter, tS, unixS,
                timeUs, algBw, algBw * busFactor, static_cast<unsigned long long>(epoch));
   // The VT count is fixed for a communicator; a mismatch would shift columns, so pad or cut to the header.
   for (int v = 0; v < nVts_; v++) {

@@ -6,8 +6,8 @@
 namespace perf {
 namespace {
 
-const char* opColumn(const PerfArgs& a) { return usesOp(a.coll) ? opName(a.op) : "none"; }
-int rootColumn(const PerfArgs& a) { return usesRoot(a.coll) ? a.root : -1; }
+const char* opColumn(const PerfArgs& a) { return collReduces(a.coll) ? opName(a.op) : "none"; }
+int rootColumn(const PerfArgs& a) { return collRooted(a.coll) ? a.root : -1; }
 
 void printMeasure(const Measure& m) {
   if (!m.valid) {
@@ -42,7 +42,7 @@ void csvMeasure(std::FILE* f, const Measure& m) {
 void printHeader(const PerfArgs& a, int nranks, const std::vector<RankInfo>& ranks) {
   std::printf("# preccl-perf %s: nRanks %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
               "validation: %d blocking: %d\n",
-              collName(a.coll), nranks, a.minBytes, a.maxBytes, a.increment ? a.increment : a.factor,
+              collKey(a.coll), nranks, a.minBytes, a.maxBytes, a.increment ? a.increment : a.factor,
               a.increment ? "bytes" : "factor", a.warmup, a.iters, a.check ? 1 : 0, a.blocking ? 1 : 0);
   std::printf("#\n# Using devices\n");
   for (size_t r = 0; r < ranks.size(); r++)
@@ -88,7 +88,7 @@ CsvWriter::~CsvWriter() {
 
 void CsvWriter::write(const PerfArgs& a, int nranks, const Row& r) {
   if (!f_) return;
-  std::fprintf(f_, "%s,%s,%s,%d,%zu,%zu", collName(a.coll), typeName(a.type), opColumn(a), nranks, r.bytes,
+  std::fprintf(f_, "%s,%s,%s,%d,%zu,%zu", collKey(a.coll), typeName(a.type), opColumn(a), nranks, r.bytes,
                r.count);
   csvMeasure(f_, r.oop);
   csvMeasure(f_, r.ip);

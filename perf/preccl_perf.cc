@@ -72,7 +72,7 @@ bool runCalls(const Ctx& c, const CallArgs& ca, const void* send, void* recv, in
   for (int i = 0; i < n; i++) {
     const precclResult_t r = issueCollective(ca, send, recv);
     if (r != precclSuccess) {
-      const std::string what = std::string(collName(ca.coll)) + " of " + std::to_string(ca.count) + " " +
+      const std::string what = std::string(collKey(ca.coll)) + " of " + std::to_string(ca.count) + " " +
                                typeName(ca.type) + (c.stream ? " (stream)" : "");
       return ok(c, r, what.c_str());
     }
@@ -182,7 +182,7 @@ bool runSize(const Ctx& c, size_t bytes, void* sendAlloc, void* recvAlloc, Row* 
 
 bool benchmark(Ctx& c, bool* allRight) {
   const PerfArgs& a = c.a;
-  if (usesRoot(a.coll) && a.root >= c.nranks) {
+  if (collRooted(a.coll) && a.root >= c.nranks) {
     if (c.rank == 0) std::fprintf(stderr, "preccl-perf: root %d out of range (%d ranks)\n", a.root, c.nranks);
     return false;
   }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
   build)
     cmake -S . -B build-gpu -DPRECCL_BUILD_PERF=OFF -DPRECCL_BUILD_TORCH=OFF >/dev/null
-    cmake --build build-gpu -j2 --target gpu-reduce-test gpu-prim-test gpu-exec-test nccl-gpu-app
+    cmake --build build-gpu -j2 --target gpu-reduce-test gpu-task-test gpu-exec-test nccl-gpu-app
     # The shared libraries the device machine may lack (it is not set up like this one).
     mkdir -p build-gpu/lib
     { ldd build-gpu/tests/gpu-*-test build-gpu/nccl/libnccl.so.2 | awk '/=> \// {print $3}' |
@@ -20,7 +20,7 @@ case "${1:-}" in
     { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || echo "no nvidia-smi"; } |
       tee "$out/gpu.log"
     # Each with its own limit, 560 s in all (the device tool's command limit is 600 s).
-    for t in "60 gpu-reduce-test" "60 gpu-prim-test" "100 gpu-exec-test --quick" "100 nccl-gpu-app" "240 gpu-exec-test"; do
+    for t in "60 gpu-reduce-test" "60 gpu-task-test" "100 gpu-exec-test --quick" "100 nccl-gpu-app" "240 gpu-exec-test"; do
       set -- $t
       limit=$1
       shift

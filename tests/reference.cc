@@ -181,23 +181,6 @@ std::string GuardedBuffer::guardDamage() const {
 
 // ---- one checked collective call ----
 
-const char* collName(Coll c) {
-  switch (c) {
-    case Coll::AllReduce: return "AllReduce";
-    case Coll::Broadcast: return "Broadcast";
-    case Coll::Reduce: return "Reduce";
-    case Coll::AllGather: return "AllGather";
-    case Coll::ReduceScatter: return "ReduceScatter";
-    case Coll::AlltoAll: return "AlltoAll";
-    case Coll::Gather: return "Gather";
-    case Coll::Scatter: return "Scatter";
-  }
-  return "?";
-}
-bool collReduces(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
-bool collRooted(Coll c) {
-  return c == Coll::Broadcast || c == Coll::Reduce || c == Coll::Gather || c == Coll::Scatter;
-}
 std::vector<Coll> allColls() {
   return {Coll::AllReduce, Coll::Broadcast,     Coll::Reduce,   Coll::AllGather,
           Coll::ReduceScatter, Coll::AlltoAll, Coll::Gather, Coll::Scatter};
@@ -222,6 +205,7 @@ CaseRun::CaseRun(Rank& r, const Case& c) : r_(r), c_(c) {
   name_ = caseName(c, n);
   const size_t nc = size_t(n) * cnt;
   switch (c.coll) {
+    case Coll::SendRecv: break;  // no Case has it (allColls)
     case Coll::AllReduce: case Coll::Broadcast: case Coll::Reduce: sendCount_ = recvCount_ = cnt; break;
     case Coll::AllGather: case Coll::Gather: sendCount_ = cnt; recvCount_ = nc; break;
     case Coll::ReduceScatter: case Coll::Scatter: sendCount_ = nc; recvCount_ = cnt; break;
@@ -239,6 +223,7 @@ CaseRun::CaseRun(Rank& r, const Case& c) : r_(r), c_(c) {
     a_.fill(kPoison);
     uint8_t* base = a_.data();
     switch (c.coll) {
+      case Coll::SendRecv: break;  // no Case has it (allColls)
       case Coll::AllReduce: case Coll::Broadcast: case Coll::Reduce: case Coll::AlltoAll:
       case Coll::ReduceScatter:
         fillInput(d_, k, base, sendCount_);
@@ -283,6 +268,7 @@ precclResult_t CaseRun::issue(precclStream_t stream) {
   const size_t cnt = c_.count;
   precclResult_t res = precclInternalError;
   switch (c_.coll) {
+    case Coll::SendRecv: break;  // no Case has it (allColls)
     case Coll::AllReduce: res = precclAllReduce(send_, recv_, cnt, c_.type, op_, comm, stream); break;
     case Coll::Broadcast: res = precclBroadcast(send_, recv_, cnt, c_.type, c_.root, comm, stream); break;
     case Coll::Reduce: res = precclReduce(send_, recv_, cnt, c_.type, op_, c_.root, comm, stream); break;
@@ -308,6 +294,7 @@ bool CaseRun::check() {
     GuardedBuffer want(recvCount_ * sz);
     uint8_t* w = want.data();
     switch (c_.coll) {
+      case Coll::SendRecv: break;  // no Case has it (allColls)
       case Coll::AllReduce: case Coll::Reduce:
         for (size_t i = 0; i < cnt; ++i) storeValue(c_.type, w, i, reducedValue(d_, i));
         break;

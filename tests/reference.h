@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/coll.h"
 #include "harness.h"
 #include "preccl/preccl.h"
 
@@ -72,11 +73,12 @@ class GuardedBuffer {
 
 // ---- one checked collective call ----
 
-enum class Coll { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter };
-const char* collName(Coll c);
-bool collReduces(Coll c);  // takes an op
-bool collRooted(Coll c);
-std::vector<Coll> allColls();
+// The library's collectives (src/base/coll.h).
+using preccl::Coll;
+using preccl::collName;
+using preccl::collReduces;
+using preccl::collRooted;
+std::vector<Coll> allColls();  // every collective but SendRecv
 
 struct Case {
   Coll coll = Coll::AllReduce;

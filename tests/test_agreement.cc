@@ -1,5 +1,5 @@
 // The failure rules without sockets: when a path counts as dead (policy/detect.h), and how the ranks of
-// one attempt agree on a commit or an abort (device/agreement.h), over in-memory FIFOs in one thread:
+// one attempt agree on a commit or an abort (exec/agreement.h), over in-memory FIFOs in one thread:
 // every rank must end the same way, an abort with the same union of failed VTs everywhere.
 #include <catch2/catch.hpp>
 
@@ -206,12 +206,12 @@ TEST_CASE("notices of ended attempts and probes are dropped, older data only aft
   h.epoch = 5;
   h.attempt = 1;
   h.kind = kSlotCommit;
-  CHECK(Agreement::droppable(h, 5, 2, false));   // a commit notice of an earlier attempt
-  CHECK_FALSE(Agreement::droppable(h, 5, 1, false));
+  CHECK(droppableSlot(h, 5, 2, false));   // a commit notice of an earlier attempt
+  CHECK_FALSE(droppableSlot(h, 5, 1, false));
   h.kind = kSlotData;
-  CHECK_FALSE(Agreement::droppable(h, 5, 2, false));  // data: an error unless the communicator aborted
-  CHECK(Agreement::droppable(h, 5, 2, true));
-  CHECK_FALSE(Agreement::droppable(h, 5, 1, true));   // this attempt's data
+  CHECK_FALSE(droppableSlot(h, 5, 2, false));  // data: an error unless the communicator aborted
+  CHECK(droppableSlot(h, 5, 2, true));
+  CHECK_FALSE(droppableSlot(h, 5, 1, true));   // this attempt's data
   h.kind = kSlotProbe;
-  CHECK(Agreement::droppable(h, 9, 0, false));
+  CHECK(droppableSlot(h, 9, 0, false));
 }

@@ -1,7 +1,7 @@
-// The pipeline piece (core/plan.h pieceBytes): the FIFO's slot, or the policy's rate cap when smaller.
+// The pipeline piece (plan/layout.h pieceBytes): the FIFO's slot, or the policy's rate cap when smaller.
 #include <catch2/catch.hpp>
 
-#include "core/plan.h"
+#include "plan/layout.h"
 
 using preccl::pieceBytes;
 

@@ -1,4 +1,4 @@
-// Which VTs share a NIC, and how the trees of the tree algorithms spread over the NICs (core/topology.h).
+// Which VTs share a NIC, and how the trees of the tree algorithms spread over the NICs (topo/topology.h).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -78,7 +78,7 @@ TEST_CASE("topology: VTs that share a NIC on every host, and both trees on every
   }
 }
 
-// The policy converts a VT's range into the bytes its busiest rank sends (core/enqueue.cc allocKey):
+// The policy converts a VT's range into the bytes its busiest rank sends (core/decide.cc allocKey):
 // treeMaxSends must be what the trees' own links give, for every size, root and mirror.
 TEST_CASE("topology: the most ranges a tree's busiest rank sends", "[plan]") {
   for (int n = 1; n <= 9; n++) {

@@ -93,7 +93,7 @@ bool peerSupports(Coll c) {
 
 OptResult commonOption(int c, const char* arg, Opts* o) {
   switch (c) {
-    case 't': return perf::parseColl(arg, &o->coll) && peerSupports(o->coll) ? OptResult::Taken : OptResult::Bad;
+    case 't': return perf::collFromKey(arg, &o->coll) && peerSupports(o->coll) ? OptResult::Taken : OptResult::Bad;
     case 'b': return perf::parseBytes(arg, &o->minBytes) ? OptResult::Taken : OptResult::Bad;
     case 'e': return perf::parseBytes(arg, &o->maxBytes) ? OptResult::Taken : OptResult::Bad;
     case 'f': {
@@ -130,7 +130,7 @@ int runSizes(const Opts& o, int rank, int nranks, PeerComm& comm, const std::str
     return 2;
   }
   const Coll c = o.coll;
-  const char* name = perf::collName(c);
+  const char* name = perf::collKey(c);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> iterFile(nullptr, std::fclose);
   if (rank == 0 && !o.iterCsv.empty()) {
     iterFile.reset(std::fopen(o.iterCsv.c_str(), "w"));
@@ -142,7 +142,7 @@ int runSizes(const Opts& o, int rank, int nranks, PeerComm& comm, const std::str
   buf.a.assign(std::max<size_t>(1, std::max(most.sendElems, most.recvElems)), 0.0f);
   buf.b.assign(std::max<size_t>(1, most.recvElems), 0.0f);
   const double factor = perf::busBwFactor(c, nranks);
-  const bool rooted = perf::usesRoot(c);
+  const bool rooted = perf::collRooted(c);
   if (rank == 0) {
     std::printf("# %s: %s nRanks %d minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
                 "validation: %d\n#\n",
@@ -195,7 +195,7 @@ int runSizes(const Opts& o, int rank, int nranks, PeerComm& comm, const std::str
       }
     }
     if (rank == 0) {
-      std::printf("%12zu  %12zu  %8s  %6s  %6d", moved, g.totalElems, "float", perf::usesOp(c) ? "sum" : "none",
+      std::printf("%12zu  %12zu  %8s  %6s  %6d", moved, g.totalElems, "float", perf::collReduces(c) ? "sum" : "none",
                   rooted ? o.root : -1);
       for (int ip = 0; ip < 2; ip++) {
         const double algbw = us[ip] > 0 ? double(moved) / 1e3 / us[ip] : 0.0;

@@ -1,4 +1,4 @@
-// Arithmetic the host executor and the CUDA kernels share (docs/gpu.md): PRECCL_HD marks a function
+// Code the host and the CUDA kernels share (docs/gpu.md): PRECCL_HD marks a function
 // that both compile, so a reduction gives the same bits on either side.
 #pragma once
 #if defined(__CUDACC__)

@@ -148,7 +148,7 @@ static precclResult_t p2p(bool isSend, const void* buf, size_t count, precclData
   if (peer < 0 || peer >= comm->nranks)
     return PRECCL_ERR(comm, precclInvalidArgument, "{}: peer {} is not in 0..{}", fn, peer, comm->nranks - 1);
   CctArgs a;
-  a.coll = Coll::P2P;
+  a.coll = Coll::SendRecv;
   a.dtype = precclInt8;  // point-to-point moves bytes; both sides split the same byte count
   if (count > 0) a.p2p.push_back(P2POp{isSend, peer, const_cast<void*>(buf), count * dtypeSize(datatype)});
   if (a.p2p.empty() && groupDepth() == 0) return precclSuccess;

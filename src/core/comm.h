@@ -69,7 +69,7 @@ struct precclComm {
   // one, and the newest epoch whose records every rank holds identically.
   uint64_t pendingEpoch = ~0ull;
   std::vector<preccl::VtRecord> pendingRec;
-  // Per VT and rank: whose records of pendingEpoch may be other than zero (CctPlan::senders of that CCT;
+  // Per VT and rank: whose records of pendingEpoch may be other than zero (Plan::senders of that CCT;
   // empty: every rank's).
   std::vector<std::vector<char>> pendingSenders;
   // In-place AlltoAll stages its input here, and so do in-place reductions when a retry may need their
@@ -80,7 +80,7 @@ struct precclComm {
   // aborted on this communicator, and since when every abort named every live VT (0: not so).
   uint64_t liveMask = ~0ull;
   uint64_t aborts = 0;
-  preccl::CommitRecord lastCommit;  // the last attempt committed (device/agreement.h)
+  preccl::CommitRecord lastCommit;  // the last attempt committed (exec/agreement.h)
   uint64_t noVtLeftSinceNs = 0;
   std::vector<uint64_t> vtStateEpoch;  // per VT: the epoch its live/masked state last changed at
   preccl::EpochTelemetry tele;

@@ -6,7 +6,8 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
-#include "core/enqueue.h"
+#include "core/cct.h"
+#include "core/decide.h"
 #include "core/stream.h"
 
 namespace preccl {
@@ -51,10 +52,10 @@ precclResult_t groupAdd(precclComm* comm, precclStream_t stream, CctArgs a) {
     b = &tls.batches.back();
     b->comm = comm;
     b->stream = stream;
-    b->p2p.coll = Coll::P2P;
+    b->p2p.coll = Coll::SendRecv;
     b->p2p.dtype = precclInt8;
   }
-  if (a.coll == Coll::P2P) b->p2p.p2p.insert(b->p2p.p2p.end(), a.p2p.begin(), a.p2p.end());
+  if (a.coll == Coll::SendRecv) b->p2p.p2p.insert(b->p2p.p2p.end(), a.p2p.begin(), a.p2p.end());
   else b->collectives.push_back(std::move(a));
   return precclSuccess;
 }

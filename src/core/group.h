@@ -2,7 +2,7 @@
 // calls of one communicator become one CCT (so any order works); several communicators run concurrently,
 // one thread each (one thread may drive several ranks, as with CommInitAll).
 #pragma once
-#include "core/plan.h"
+#include "plan/call.h"
 #include "preccl/preccl.h"
 
 struct precclComm;

@@ -2,7 +2,7 @@
 
 #include "core/comm.h"
 #include "core/debug.h"
-#include "exec/agreement.h"
+#include "exec/slot_rules.h"
 #include "policy/policy.h"
 #include "transport/transport.h"
 
@@ -32,7 +32,7 @@ void probeMasked(precclComm* comm) {
   forEachEdge(comm, masked, [&](Conn& c) {
     // Nothing of a masked VT is read: all of it is stale or a probe, and leaving it would stop the peer's
     // transport from delivering the probe behind it.
-    while (c.recv.ready() && Agreement::droppable(c.recv.hdr(), comm->epoch, 0, true)) c.recv.release();
+    while (c.recv.ready() && droppableSlot(c.recv.hdr(), comm->epoch, 0, true)) c.recv.release();
     if (c.probesSent > 0 || c.state() != Conn::Live || !c.send.hasRoom()) return;
     SlotHdr& h = c.send.hdr();
     h = SlotHdr{};

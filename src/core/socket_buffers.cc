@@ -10,7 +10,7 @@
 // through one queue share it evenly, but never less than a few of the connection's segments (below one, a
 // clamped live connection crawls at its persist timer's pace). The first measured rate sets it and later
 // ones only raise it. Fast
-// paths, where that is a slot or more, keep the autotuning, and so do rings and chains (enqueue.cc): they
+// paths, where that is a slot or more, keep the autotuning, and so do rings and chains (core/cct.cc): they
 // gain little from the bound, and a bounded window loses its share of a link to another tenant's TCP.
 #include "core/socket_buffers.h"
 

@@ -10,6 +10,7 @@
 #include "core/debug.h"
 #include "base/env.h"
 #include "core/probe.h"
+#include "plan/coll_table.h"
 #include "reduce/dtype.h"
 
 namespace preccl {
@@ -26,17 +27,17 @@ void traceClose(precclComm* comm) {
   comm->traceFd = -1;
 }
 
-void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& al, const CctPlan& plan) {
+void traceCct(precclComm* comm, const CctArgs& a, const Decision& d, const Plan& plan, const RunOut& out) {
   if (comm->traceFd < 0) return;
   const size_t esz = dtypeSize(a.dtype);
   std::string vts;
   for (int v = 0; v < comm->nVTs; v++) {
     const VtCounters& c = comm->vtStats[v];
-    const size_t range = v < static_cast<int>(al.vt.size()) ? al.vt[v].count * esz : 0;
+    const size_t range = v < static_cast<int>(d.al.vt.size()) ? d.al.vt[v].count * esz : 0;
     size_t piece = 0;  // the pipeline piece of the VT's first task
     for (const Task& t : plan.tasks)
       if (t.vt == v) {
-        piece = t.piece(comm->slotBytes);
+        piece = t.piece;
         break;
       }
     int64_t alpha = 0;
@@ -45,14 +46,14 @@ void traceCct(precclComm* comm, const CctArgs& a, bool tree, const Allocation& a
     vts += fmt::format(
         "{}{{\"vt\":{},\"rangeBytes\":{},\"share\":{:.6f},\"sentBytes\":{},\"stalls\":{},\"stallNs\":{},\"elapsedNs\":{},"
         "\"estimateNs\":{},\"alphaNs\":{},\"nsPerMiB\":{},\"pieceBytes\":{},\"state\":\"{}\",\"stateEpoch\":{}}}",
-        v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, plan.vtDoneNs[v],
+        v ? "," : "", v, range, c.lastShare, c.lastBytes, c.lastStalls, c.lastStallNs, out.vtDoneNs[v],
         modelEstimateNs(comm->policy.model, v, c.lastBytes), alpha, betaQ, piece,
         vtStateName(vtState(comm, v)), comm->vtStateEpoch[v]);
   }
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
       "\"telemetryEpoch\":{},\"decideNs\":{},\"planNs\":{},\"execNs\":{},\"attempts\":{},\"vts\":[{}]}}\n",
-      comm->rank, plan.epoch, collName(a.coll), tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
+      comm->rank, comm->epoch, collName(a.coll), plan.tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
       dtypeName(a.dtype), comm->haveTele ? static_cast<int64_t>(comm->tele.epoch) : -1, comm->lastDecideNs,
       comm->lastPlanNs, comm->lastExecNs, comm->lastAttempts, vts);
   ssize_t r = write(comm->traceFd, line.data(), line.size());

@@ -63,15 +63,9 @@ void Agreement::abort() {
   markAll();
 }
 
-// A notice's body: the VTs (abort: failed; commit: not ready to rejoin), a second mask (commit: the dead
-// paths committing ranks found; abort: the masked VTs not ready to rejoin), then the set of ranks.
-constexpr size_t kNoticeHead = 16;
-
-static uint64_t deadIn(const SlotHdr& h, const char* body) {
-  uint64_t v = 0;
-  if (h.bytes >= kNoticeHead) memcpy(&v, body + 8, 8);
-  return v;
-}
+// A notice's body (exec/slot_rules.h): the VTs (abort: failed; commit: not ready to rejoin), a second mask
+// (commit: the dead paths committing ranks found; abort: the masked VTs not ready to rejoin), then the set
+// of ranks.
 
 bool Agreement::merge(const SlotHdr& h, const char* body) {
   const size_t words = std::min<size_t>(ranks_.size(), h.bytes >= kNoticeHead ? (h.bytes - kNoticeHead) / 8 : 0);
@@ -81,7 +75,7 @@ bool Agreement::merge(const SlotHdr& h, const char* body) {
     memcpy(&v, body, 8);
     grew |= (vts_ | v) != vts_;
     vts_ |= v;
-    v = deadIn(h, body);
+    v = noticeDead(h, body);
     uint64_t& second = phase_ == Phase::Aborting ? abortNotReady_ : dead_;
     grew |= (second | v) != second;
     second |= v;
@@ -99,7 +93,7 @@ bool Agreement::readEdge(Conn* c) {
   FifoConsumer& r = c->recv;
   bool moved = false;
   if (phase_ == Phase::Running) {
-    while (r.ready() && droppable(r.hdr(), epoch_, attempt_, dropStale_)) {
+    while (r.ready() && droppableSlot(r.hdr(), epoch_, attempt_, dropStale_)) {
       dropStale(c);
       moved = true;
     }
@@ -112,10 +106,10 @@ bool Agreement::readEdge(Conn* c) {
         merge(h, r.slotAt(i));
         return true;
       }
-      if (same(h) && h.kind == kSlotCommit && deadIn(h, r.slotAt(i)) != 0) {
+      if (same(h) && h.kind == kSlotCommit && noticeDead(h, r.slotAt(i)) != 0) {
         PRECCL_WARN("rank {}: a finished rank found VT mask {:#x} dead in epoch {} attempt {} while this rank still "
                     "runs: aborting the attempt",
-                    rank_, deadIn(h, r.slotAt(i)), epoch_, attempt_);
+                    rank_, noticeDead(h, r.slotAt(i)), epoch_, attempt_);
         abort();
         return true;
       }
@@ -124,9 +118,9 @@ bool Agreement::readEdge(Conn* c) {
   }
   while (r.ready()) {
     const SlotHdr& h = r.hdr();
-    if (older(h, epoch_, attempt_)) {
+    if (olderSlot(h, epoch_, attempt_)) {
       // Old data is not ours to drop unless an abort made it stale: the executor's timeout names it.
-      if (!droppable(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
+      if (!droppableSlot(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
       dropStale(c);
       moved = true;
       continue;
@@ -176,24 +170,31 @@ static bool sendNotice(Conn* c, uint64_t epoch, uint32_t attempt, uint16_t kind,
 
 void Agreement::dropStale(Conn* c) {
   FifoConsumer& r = c->recv;
-  const SlotHdr& h = r.hdr();
-  // Only a notice that names dead paths: its rank found one while committing, so notices to it may have
-  // been lost on it (a flood's late notices with smaller sets are common and harmless).
-  if (last_ && h.kind == kSlotCommit && h.epoch == last_->epoch && h.attempt == last_->attempt &&
-      h.bytes >= kNoticeHead + 8 * last_->ranks.size() && deadIn(h, r.slot()) != 0) {
-    bool whole = true;
-    for (size_t i = 0; i < last_->ranks.size(); i++) {
-      uint64_t v;
-      memcpy(&v, r.slot() + kNoticeHead + 8 * i, 8);
-      whole &= (v | last_->ranks[i]) == v;
-    }
-    // Answered once per notice; a full FIFO leaves it unanswered, and the peer's next notice asks again.
-    if (!whole && sendNotice(c, last_->epoch, last_->attempt, kSlotCommit, last_->vts, last_->dead, last_->ranks))
-      PRECCL_WARN("rank {}: rank {} is still committing epoch {} attempt {}, which this rank committed: sent it the "
-                  "final notice again ({})",
-                  rank_, c->peer, last_->epoch, last_->attempt, c->path);
-  }
+  // Answered once per notice; a full FIFO leaves it unanswered, and the peer's next notice asks again.
+  if (last_ && !last_->ranks.empty() &&
+      commitNeedsAnswer(r.hdr(), r.slot(), LastCommit{last_->epoch, last_->attempt, last_->ranks.data(), uint32_t(last_->ranks.size())}) &&
+      sendNotice(c, last_->epoch, last_->attempt, kSlotCommit, last_->vts, last_->dead, last_->ranks))
+    PRECCL_WARN("rank {}: rank {} is still committing epoch {} attempt {}, which this rank committed: sent it the "
+                "final notice again ({})",
+                rank_, c->peer, last_->epoch, last_->attempt, c->path);
   r.release();
+}
+
+bool Agreement::peek() const {
+  for (const Conn* c : edges_) {
+    const Fifo& f = c->recv.fifo();
+    const uint64_t head = counterLoad(f.ctrl->head), tail = counterLoad(f.ctrl->tail);
+    for (uint64_t i = head; i < tail; i++) {
+      const SlotHdr h = f.hdr(i);
+      const uint64_t dead = h.kind == kSlotCommit ? noticeDead(h, f.slot(i)) : 0;
+      // The slot was read whole only if its reader has not released it since (then its producer may be
+      // writing the next one there): what is read must be checked against the head read again.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (counterLoad(f.ctrl->head) > i) break;
+      if (same(h) && (h.kind == kSlotAbort || (h.kind == kSlotCommit && dead != 0))) return true;
+    }
+  }
+  return false;
 }
 
 bool Agreement::sendPending() {

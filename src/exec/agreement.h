@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/slot_rules.h"
 #include "transport/fifo.h"
 
 namespace preccl {
@@ -79,15 +80,11 @@ class Agreement {
   std::string missing() const;
   const Conn* quietEdge() const;
 
-  // The (epoch, attempt) order of slots: older ones belong to an attempt that was given up.
-  static bool older(const SlotHdr& h, uint64_t epoch, uint32_t attempt) {
-    return h.epoch < epoch || (h.epoch == epoch && h.attempt < attempt);
-  }
-  // What a reader skips at a FIFO's head: the notices of ended attempts (a flood leaves some unread
-  // where its rank had already heard enough), and the data of aborted ones.
-  static bool droppable(const SlotHdr& h, uint64_t epoch, uint32_t attempt, bool dropStale) {
-    return h.kind == kSlotProbe || (older(h, epoch, attempt) && (h.kind != kSlotData || dropStale));
-  }
+  // While a lanes runner's tasks hold the FIFO ends (exec/lane_runner.h): whether an abort of this
+  // attempt, or a commit naming dead paths, is queued on some edge (what pump() would find while running),
+  // read from the FIFOs' counters and headers without taking anything. The runner then stops its lanes and
+  // aborts.
+  bool peek() const;
 
  private:
   bool same(const SlotHdr& h) const { return h.epoch == epoch_ && h.attempt == attempt_; }

@@ -1,7 +1,10 @@
-// The host executor: runs every Task of a CCT as a resumable state machine, slot by slot, over the
-// connection FIFOs, on the calling thread. It never spins a thread per VT: when no task can move it
-// sleeps on the rank's Bell, which peers and the proxy ring. Stall counting happens here.
-// It sees an execution context, not the communicator: what it needs to run, count and give up.
+// The executors: what runs one attempt of a CCT's plan over the communicator's edges. All of them run the
+// same task code (exec/task.h) and end the attempt the same way (exec/attempt.h: the agreement's commit
+// or abort, or the staged sends handed over):
+//   runHost   every task on the calling thread, in turn, sleeping on the rank's bell when none can move;
+//   runLanes  a CPU thread per task, as the CCT's kernel runs a block per task (PRECCL_EXECUTOR=lanes);
+//   the device executor (gpu/gpu_exec.h), where the program enabled it, for calls on device memory.
+// An executor sees an execution context, not the communicator: what it needs to run, count and give up.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "exec/agreement.h"
+#include "exec/bind.h"
 #include "plan/plan.h"
 #include "preccl/preccl.h"
 #include "transport/doorbell.h"
@@ -28,16 +32,21 @@ class ConnTable;
 
 struct ExecCtx {
   int rank = 0;
+  int nranks = 1;
   size_t slotBytes = 0;                       // the FIFOs' slot
   uint64_t timeoutNs = 0;                     // PRECCL_TIMEOUT: no progress for this long fails the CCT
-  Bell* bell = nullptr;                       // where the executor sleeps; peers and the proxy ring it
+  Bell* bell = nullptr;                       // where the host sleeps; peers and the proxy ring it
   const std::atomic<int>* abort = nullptr;    // set by CommAbort: return at once
   std::vector<VtCounters>* vtStats = nullptr; // per VT; the last* fields are this CCT's
   // Every edge of the communicator: one that failed outside this CCT's plan (a peer that died) fails it too.
   const ConnTable* edges = nullptr;
-  int nranks = 1;
+  uint64_t epoch = 0;
+  // In-band telemetry of an earlier epoch riding on this CCT's slots (none when teleEpoch is Run::kNoTele):
+  // per VT, the running maximum of every record heard so far; starts as this rank's own record.
+  uint64_t teleEpoch = ~0ull;
+  std::vector<VtRecord> cargo;
   // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
-  // rank (device/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
+  // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
   // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
   // `notify`: the ring neighbours' edges on the live VTs, which the agreement's notices travel on besides
   // the plan's own edges. `detectMs`: a path with nothing acknowledged for this long is dead.
@@ -55,8 +64,15 @@ struct ExecCtx {
   // commit (then rather than at the start, so that a path that returned during a long call counts), and
   // while it waits, for an abort.
   std::function<uint64_t()> report;
-  // The attempt this rank committed last, for a peer still committing it (device/agreement.h).
+  // The attempt this rank committed last, for a peer still committing it (exec/agreement.h).
   const CommitRecord* lastCommit = nullptr;
+};
+
+// What a run leaves for the telemetry (core/settle.cc), per VT: this CCT's records from the cut on, the
+// older epoch's cargo as heard, and the time from the start until the VT's last task finished here.
+struct RunOut {
+  std::vector<VtRecord> now, cargo;
+  std::vector<uint64_t> vtDoneNs;
 };
 
 // Why a CCT did not finish, attributed to the edge where one is to blame: its peer, VT and this rank's
@@ -73,16 +89,14 @@ struct ExecFault {
   CommitRecord committed;        // committed: its final notice (ExecCtx::lastCommit of the next CCT)
 };
 
-precclResult_t execute(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
-// The device executor's code run on CPU threads (device/lane_exec.cc): the plan compiled to plain data
-// (device/plan_compile.h), one thread per task, as a kernel runs one block per task. No agreement
-// (ctx.agree must be false): a dead path fails the CCT.
-precclResult_t executeLanes(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault);
+precclResult_t runHost(const ExecCtx& ctx, const Plan& plan, const Bound& b, RunOut* out, ExecFault* fault);
+precclResult_t runLanes(const ExecCtx& ctx, const Plan& plan, const Bound& b, RunOut* out, ExecFault* fault);
+
 // The device executor (gpu/gpu_exec.h), present where the GPU path is linked and the program enabled it:
-// it runs a CCT whose buffers are device memory, in the CCT's kernel (no agreement there either).
+// it runs a CCT whose buffers are device memory, in the CCT's kernel.
 struct DeviceExecutor {
   bool (*isDevice)(const void* p) = nullptr;  // p is device (or managed) memory
-  precclResult_t (*run)(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) = nullptr;
+  precclResult_t (*run)(const ExecCtx& ctx, const Plan& plan, const Bound& b, RunOut* out, ExecFault* fault) = nullptr;
   // A new communicator's FIFO: make it device-visible ("" or what failed). forget: its memory is about to
   // go (the communicator is freed).
   std::string (*pin)(const Fifo& f) = nullptr;
@@ -90,10 +104,5 @@ struct DeviceExecutor {
 };
 void setDeviceExecutor(const DeviceExecutor& d);
 const DeviceExecutor& deviceExecutor();
-// Why a CCT fails on an edge it still needs whose transport failed it or whose peer closed it.
-std::string goneEdgeWhy(int rank, const Conn& c);
-// Every executor: the last* counters start at zero, and are added to the totals at the end.
-void beginCounters(std::vector<VtCounters>& stats);
-void endCounters(std::vector<VtCounters>& stats);
 
 }  // namespace preccl

@@ -1,9 +1,12 @@
-// A CUDA block as the lanes of the device executor's code (gpu/dev_prim.h, gpu/dev_task.h): thread 0
-// waits on the FIFOs (and counts the stalls), every thread moves the piece's elements, a system-scope
-// fence and a barrier before the slot is published.
+// A CUDA block as the lanes of the task code (exec/task.h, exec/lane_loop.h): thread 0 waits on the FIFOs
+// (and counts the stalls), every thread moves the piece's elements, a system-scope fence and a barrier
+// before the slot is published.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+#include "reduce/reduce_arith.h"
+#include "reduce/reduce_lanes.h"
 
 namespace preccl::gpu {
 
@@ -25,11 +28,27 @@ struct BlockLanes {
     __syncthreads();
     return r;
   }
-  __device__ void relax() const { __nanosleep(64); }
+  __device__ void arm() const {}
+  __device__ void relax(int) const { __nanosleep(64); }
+  template <class End> __device__ void ended(End) const {}
   __device__ uint64_t nowNs() const {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+  }
+  // reduceCopy's contract (reduce/reduce.h) over the block's threads, element by element.
+  __device__ void reduceCopy(const RedOp& op, precclDataType_t t, size_t esz, size_t n, const void* local,
+                             const void* const* in, int nin, void* const* outs, int nout, bool post) const {
+    red::Args a;
+    if (red::resolve(op, n, local, in, nin, outs, nout, post, &a)) red::reduceLanes(t, red::elemArgs(a, esz), id(), count());
+  }
+  __device__ void copy(const void* from, void* const* outs, int nout, size_t bytes) const {
+    const unsigned char* s = static_cast<const unsigned char*>(from);
+    for (int o = 0; o < nout; o++) {
+      unsigned char* d = static_cast<unsigned char*>(outs[o]);
+      if (d == s) continue;
+      for (size_t i = id(); i < bytes; i += count()) d[i] = s[i];
+    }
   }
 };
 

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "base/log.h"
-#include "exec/plan_watch.h"
+#include "exec/lane_runner.h"
+#include "exec/shared_atomic.h"
 #include "gpu/gpu_plan.h"
 
 namespace preccl::gpu {
@@ -62,145 +63,183 @@ Pins& pins() {
   return p;
 }
 
-// One device allocation for the plan's arrays, copied in before the kernel and the counters read back.
-// Everything goes through the calling thread's stream: the legacy default stream, cudaMalloc and cudaFree
-// would wait for the other ranks' kernels, which may be waiting for this rank.
+std::string cudaWhy(const char* what, cudaError_t e) {
+  return fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+// One device allocation for the run's arrays: laid out first (add), allocated, filled (at) and copied in
+// before the kernel; read back after it. Everything goes through the calling thread's stream: the legacy
+// default stream, cudaMalloc and cudaFree would wait for the other ranks' kernels, which may be waiting for
+// this rank.
 struct DeviceArrays {
   cudaStream_t stream = cudaStreamPerThread;
   char* base = nullptr;
-  size_t used = 0;
   std::vector<char> host;
-  ~DeviceArrays() {
+  ~DeviceArrays() { release(); }
+  void release() {
     if (base) cudaFreeAsync(base, stream);
+    base = nullptr;
+    host.clear();
   }
-  template <class T> size_t add(const std::vector<T>& v) {
-    used = (used + 63) / 64 * 64;
-    const size_t at = used;
-    host.resize(used + v.size() * sizeof(T));
-    if (!v.empty()) memcpy(host.data() + at, v.data(), v.size() * sizeof(T));
-    used += v.size() * sizeof(T);
+  size_t add(size_t bytes) {
+    const size_t at = (host.size() + 63) / 64 * 64;
+    host.resize(at + bytes);
     return at;
   }
-  cudaError_t upload() {
-    if (cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&base), std::max<size_t>(used, 64), stream); e != cudaSuccess)
-      return e;
-    return cudaMemcpyAsync(base, host.data(), used, cudaMemcpyHostToDevice, stream);
+  template <class T> size_t add(const T* v, size_t n) {
+    const size_t at = add(n * sizeof(T));
+    if (n) memcpy(host.data() + at, v, n * sizeof(T));
+    return at;
   }
-  template <class T> T* at(size_t off) const { return reinterpret_cast<T*>(base + off); }
-  template <class T> cudaError_t back(size_t off, std::vector<T>& v) const {
-    if (v.empty()) return cudaSuccess;
-    if (cudaError_t e = cudaMemcpyAsync(v.data(), base + off, v.size() * sizeof(T), cudaMemcpyDeviceToHost, stream); e != cudaSuccess)
-      return e;
-    return cudaStreamSynchronize(stream);
+  cudaError_t allocate() { return cudaMallocAsync(reinterpret_cast<void**>(&base), std::max<size_t>(host.size(), 64), stream); }
+  template <class T> T* dev(size_t off) const { return reinterpret_cast<T*>(base + off); }
+  template <class T> T* staged(size_t off) { return reinterpret_cast<T*>(host.data() + off); }
+  cudaError_t upload() { return cudaMemcpyAsync(base, host.data(), host.size(), cudaMemcpyHostToDevice, stream); }
+  template <class T> cudaError_t back(size_t off, T* into, size_t n) const {
+    if (n == 0) return cudaSuccess;
+    return cudaMemcpyAsync(into, base + off, n * sizeof(T), cudaMemcpyDeviceToHost, stream);
   }
 };
 
-// What the host and the kernel share while it runs, in mapped host memory: the abort the blocks poll,
-// the failure a block raises, the tasks' progress (DevPlan::progress). One block per thread, kept, and
-// large enough for any plan the device can hold (residentPlanBlocks): mapping memory while kernels run
-// may wait for them.
+// What the host and the kernel share while it runs, in mapped host memory: the stop flag the blocks poll
+// and the tasks' state (TaskRun: their progress and how they stopped). One block per thread, kept, and
+// large enough for any plan the device can hold (residentPlanBlocks): mapping memory while kernels run may
+// wait for them.
 struct Mapped {
   static constexpr int kTasks = 8192;
-  int* host = nullptr;
-  int* dev = nullptr;
+  char* host = nullptr;
+  char* dev = nullptr;
   Mapped() {
     const unsigned flags = cudaHostAllocMapped | cudaHostAllocPortable;  // any device the thread may drive
-    if (cudaHostAlloc(reinterpret_cast<void**>(&host), (2 + kTasks) * sizeof(int), flags) == cudaSuccess)
+    if (cudaHostAlloc(reinterpret_cast<void**>(&host), 64 + kTasks * sizeof(TaskRun), flags) == cudaSuccess)
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), host, 0);
   }
+  int* stop() const { return reinterpret_cast<int*>(host); }
+  const int* stopDev() const { return reinterpret_cast<const int*>(dev); }
+  TaskRun* tasks() const { return reinterpret_cast<TaskRun*>(host + 64); }
+  TaskRun* tasksDev() const { return reinterpret_cast<TaskRun*>(dev + 64); }
 };
 
-precclResult_t cudaFailed(const ExecCtx& ctx, ExecFault* fault, const char* what, cudaError_t e) {
-  fault->code = precclUnhandledCudaError;
-  fault->what = fmt::format("rank {}: {}: {} ({})", ctx.rank, what, cudaGetErrorString(e), cudaGetErrorName(e));
-  return fault->code;
-}
+// The CCT's kernel as a lanes runner's lanes (exec/lane_runner.h): one block per task.
+class KernelLauncher : public LaneLauncher {
+ public:
+  KernelLauncher(const Bound& b, size_t nVts) : b_(b), nVts_(nVts) {}
 
-}  // namespace
-
-precclResult_t executeDevice(const ExecCtx& ctx, CctPlan& plan, ExecFault* fault) {
-  beginCounters(*ctx.vtStats);
-  CompiledPlan c;
-  compilePlan(plan, ctx.slotBytes, ctx.attempt, static_cast<int>(ctx.vtStats->size()), &c);
-  auto failed = [&](const char* what, cudaError_t e) {
-    endCounters(*ctx.vtStats);
-    return cudaFailed(ctx, fault, what, e);
-  };
-  // The kernel runs on the device that holds the buffers (a group's worker thread, or a program that
-  // drives several GPUs from one thread, may have another current).
-  for (const DevStep& s : c.steps)
-    if (const void* buf = s.dst ? static_cast<const void*>(s.dst) : s.src) {
-      cudaPointerAttributes a{};
-      if (cudaPointerGetAttributes(&a, buf) == cudaSuccess && a.device >= 0) {
-        if (cudaError_t e = cudaSetDevice(a.device); e != cudaSuccess) return failed("selecting the buffers' device", e);
+  std::string start(const Run& run) override {
+    static thread_local Mapped mapped;
+    m_ = &mapped;
+    if (!m_->dev) return cudaWhy("allocating mapped memory", cudaErrorMemoryAllocation);
+    if (run.ntasks > Mapped::kTasks) return fmt::format("the CCT has {} tasks, more than {}", run.ntasks, int(Mapped::kTasks));
+    // The kernel runs on the device that holds the buffers (a group's worker thread, or a program that
+    // drives several GPUs from one thread, may have another current).
+    for (size_t i = 0; i < stepsOf(run); i++) {
+      const Step& s = run.steps[i];
+      if (const void* buf = s.dst ? static_cast<const void*>(s.dst) : s.src) {
+        cudaPointerAttributes a{};
+        if (cudaPointerGetAttributes(&a, buf) == cudaSuccess && a.device >= 0)
+          if (cudaError_t e = cudaSetDevice(a.device); e != cudaSuccess) return cudaWhy("selecting the buffers' device", e);
+        break;
       }
-      break;
     }
-  if (const int resident = residentPlanBlocks(); resident > 0 && c.dev.ntasks > resident) {
-    endCounters(*ctx.vtStats);
-    fault->code = precclInvalidUsage;
-    fault->what = fmt::format("rank {}: the CCT has {} tasks, and the device holds at most {} of its blocks at once, "
-                              "which must all run together: use fewer VTs (PRECCL_NVTS)",
-                              ctx.rank, c.dev.ntasks, resident);
-    return fault->code;
+    if (const int resident = residentPlanBlocks(); resident > 0 && run.ntasks > resident)
+      return fmt::format("the CCT has {} tasks, and the device holds at most {} of its blocks at once, which must all "
+                         "run together: use fewer VTs (PRECCL_NVTS)",
+                         run.ntasks, resident);
+    for (Conn* c : b_.conns) {
+      if (cudaError_t e = pins().pin(c->send.fifo()); e != cudaSuccess) return cudaWhy("registering a FIFO with CUDA", e);
+      if (cudaError_t e = pins().pin(c->recv.fifo()); e != cudaSuccess) return cudaWhy("registering a FIFO with CUDA", e);
+    }
+    hostVisibleStore(m_->stop(), 0);
+    memcpy(static_cast<void*>(m_->tasks()), run.task, size_t(run.ntasks) * sizeof(TaskRun));
+    // The run's arrays, its FIFO ends (copies the blocks advance) and the pointers to them.
+    const size_t nEdges = b_.conns.size();
+    d_.release();
+    std::vector<FifoProducer> sends(nEdges);
+    std::vector<FifoConsumer> recvs(nEdges);
+    for (size_t i = 0; i < nEdges; i++) sends[i] = *run.send[i], recvs[i] = *run.recv[i];
+    oSteps_ = d_.add(run.steps, stepsOf(run));
+    oTasks_ = d_.add(run.tasks, size_t(run.ntasks));
+    oSends_ = d_.add(sends.data(), nEdges);
+    oRecvs_ = d_.add(recvs.data(), nEdges);
+    const size_t oSendAt = d_.add(nEdges * sizeof(FifoProducer*)), oRecvAt = d_.add(nEdges * sizeof(FifoConsumer*));
+    oVts_ = d_.add(run.vt, nVts_);
+    const size_t oLast = d_.add(run.last.ranks, run.last.words);
+    if (cudaError_t e = d_.allocate(); e != cudaSuccess) return cudaWhy("allocating the run on the device", e);
+    for (size_t i = 0; i < nEdges; i++) {
+      d_.staged<FifoProducer*>(oSendAt)[i] = d_.dev<FifoProducer>(oSends_) + i;
+      d_.staged<FifoConsumer*>(oRecvAt)[i] = d_.dev<FifoConsumer>(oRecvs_) + i;
+    }
+    if (cudaError_t e = d_.upload(); e != cudaSuccess) return cudaWhy("copying the run to the device", e);
+    Run dev = run;
+    dev.steps = d_.dev<Step>(oSteps_);
+    dev.tasks = d_.dev<Task>(oTasks_);
+    dev.send = d_.dev<FifoProducer*>(oSendAt);
+    dev.recv = d_.dev<FifoConsumer*>(oRecvAt);
+    dev.task = m_->tasksDev();
+    dev.vt = d_.dev<VtRun>(oVts_);
+    dev.last.ranks = run.last.ranks ? d_.dev<uint64_t>(oLast) : nullptr;
+    dev.startNs = 0;  // the kernel's clock
+    // The calling thread's stream, so that ranks on threads of one process run their kernels side by side.
+    if (cudaError_t e = cudaError_t(launchPlan(dev, m_->stopDev(), d_.stream)); e != cudaSuccess)
+      return cudaWhy("launching the CCT's kernel", e);
+    kernel_ = cudaSuccess;
+    return "";
   }
-  for (const FifoProducer& p : c.sends)
-    if (cudaError_t e = pins().pin(p.fifo()); e != cudaSuccess) return failed("registering a FIFO with CUDA", e);
-  for (const FifoConsumer& r : c.recvs)
-    if (cudaError_t e = pins().pin(r.fifo()); e != cudaSuccess) return failed("registering a FIFO with CUDA", e);
-  static thread_local Mapped shared;
-  if (!shared.dev) return failed("allocating mapped memory", cudaErrorMemoryAllocation);
-  if (c.dev.ntasks > Mapped::kTasks) return failed("the CCT's tasks", cudaErrorInvalidValue);
-  shared.host[0] = shared.host[1] = 0;
-  int* progress = shared.host + 2;
-  for (int i = 0; i < c.dev.ntasks; i++) progress[i] = DevPlan::kNotStarted;
-  DeviceArrays d;
-  const size_t oSteps = d.add(c.steps), oTasks = d.add(c.tasks), oSends = d.add(c.sends), oRecvs = d.add(c.recvs),
-               oVts = d.add(c.vts), oEnds = d.add(c.ends);
-  if (cudaError_t e = d.upload(); e != cudaSuccess) return failed("copying the plan to the device", e);
-  DevPlan dp = c.dev;
-  dp.steps = d.at<DevStep>(oSteps);
-  dp.tasks = d.at<DevTask>(oTasks);
-  dp.sends = d.at<FifoProducer>(oSends);
-  dp.recvs = d.at<FifoConsumer>(oRecvs);
-  dp.vts = d.at<DevVt>(oVts);
-  dp.ends = d.at<TaskEnd>(oEnds);
-  dp.abort = shared.dev;
-  dp.failed = shared.dev + 1;
-  dp.progress = shared.dev + 2;
-  dp.budgetNs = ctx.timeoutNs;
-  dp.startNs = 0;  // the kernel's clock
-  // The calling thread's stream, so that ranks on threads of one process run their kernels side by side.
-  // The call waits for its kernel; the input must be ready when it is made (docs/gpu.md, "Streams").
-  if (cudaError_t e = cudaError_t(launchPlan(dp, d.stream)); e != cudaSuccess) return failed("launching the CCT's kernel", e);
-  cudaError_t kernel = cudaSuccess;
-  volatile int* stop = shared.host;            // the abort the blocks poll
-  volatile int* blockFailed = shared.host + 1;  // raised by a block whose task ended without finishing
-  int failedTask = -1;
-  const precclResult_t res = watchPlan(ctx, c, stop, progress, [&](int* f) {
-    const cudaError_t q = cudaStreamQuery(d.stream);
+
+  bool running() override {
+    const cudaError_t q = cudaStreamQuery(d_.stream);
     if (q == cudaErrorNotReady) {
-      if (*blockFailed) *f = 0;  // some block failed: which one is read back after the kernel
-      // A kernel wakes nobody: the proxies and the peers' host executors that sleep get woken here.
-      for (Conn* e : c.sendEdges) e->send.wake();
-      for (Conn* e : c.recvEdges) e->recv.wake();
+      // A kernel wakes nobody: the proxies and the peers' host runners that sleep get woken here.
+      for (Conn* c : b_.conns) c->send.wake(), c->recv.wake();
       std::this_thread::sleep_for(std::chrono::microseconds(50));
       return true;
     }
-    kernel = q;
+    kernel_ = q;
     return false;
-  }, &failedTask, fault);
-  if (kernel != cudaSuccess) return failed("running the CCT's kernel", kernel);
-  for (cudaError_t e : {d.back(oSends, c.sends), d.back(oRecvs, c.recvs), d.back(oVts, c.vts), d.back(oEnds, c.ends)})
-    if (e != cudaSuccess) return failed("reading the CCT's results back", e);
-  if (failedTask >= 0 || *blockFailed) {
-    failedTask = -1;
-    for (int i = 0; i < c.dev.ntasks && failedTask < 0; i++)
-      if (c.ends[i].end != 0 && c.ends[i].end != int(PrimEnd::Aborted)) failedTask = i;
-    for (int i = 0; i < c.dev.ntasks && failedTask < 0; i++)
-      if (c.ends[i].end != 0) failedTask = i;
   }
-  return finishPlan(ctx, c, plan, res, failedTask, fault);
+
+  void stop() override {
+    hostVisibleStore(m_->stop(), 1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+
+  std::string collect(const Run& run) override {
+    if (kernel_ != cudaSuccess) return cudaWhy("running the CCT's kernel", kernel_);
+    const size_t nEdges = b_.conns.size();
+    std::vector<FifoProducer> sends(nEdges);
+    std::vector<FifoConsumer> recvs(nEdges);
+    for (cudaError_t e : {d_.back(oSends_, sends.data(), nEdges), d_.back(oRecvs_, recvs.data(), nEdges),
+                          d_.back(oVts_, run.vt, nVts_), cudaStreamSynchronize(d_.stream)})
+      if (e != cudaSuccess) return cudaWhy("reading the CCT's run back", e);
+    for (size_t i = 0; i < nEdges; i++) *run.send[i] = sends[i], *run.recv[i] = recvs[i];
+    memcpy(static_cast<void*>(run.task), m_->tasks(), size_t(run.ntasks) * sizeof(TaskRun));
+    d_.release();
+    return "";
+  }
+
+  const TaskRun* tasks(const Run&) override { return m_->tasks(); }
+  precclResult_t failure() const override { return precclUnhandledCudaError; }
+
+ private:
+  static size_t stepsOf(const Run& run) {
+    size_t n = 0;
+    for (int i = 0; i < run.ntasks; i++) n = std::max<size_t>(n, run.tasks[i].firstStep + run.tasks[i].nsteps);
+    return n;
+  }
+
+  const Bound& b_;
+  Mapped* m_ = nullptr;
+  DeviceArrays d_;
+  size_t nVts_;
+  size_t oSteps_ = 0, oTasks_ = 0, oSends_ = 0, oRecvs_ = 0, oVts_ = 0;
+  cudaError_t kernel_ = cudaSuccess;
+};
+
+}  // namespace
+
+precclResult_t executeDevice(const ExecCtx& ctx, const Plan& plan, const Bound& b, RunOut* out, ExecFault* fault) {
+  KernelLauncher lanes(b, ctx.vtStats->size());
+  return runWithLanes(ctx, plan, b, lanes, out, fault);
 }
 
 void enableDeviceExecutor() {

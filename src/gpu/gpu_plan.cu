@@ -1,35 +1,28 @@
-// The CCT's kernel: block i runs task i of the compiled plan (gpu/dev_task.h) on its threads.
+// The CCT's kernel: block i runs task i of the run (exec/lane_loop.h) on its threads, until it ends or the
+// host's flag stops it.
 #include <cuda_runtime.h>
 
+#include "exec/lane_loop.h"
 #include "gpu/block_lanes.cuh"
-#include "exec/dev_task.h"
 #include "gpu/gpu_plan.h"
 
 namespace preccl::gpu {
 
 namespace {
 
-__global__ void planKernel(DevPlan plan) {
+__global__ void planKernel(Run run, const int* stop) {
   BlockLanes lanes;
-  if (plan.startNs == 0) plan.startNs = lanes.nowNs();
-  const TaskEnd e = runTask(lanes, plan, int(blockIdx.x));
-  if (lanes.leader()) {
-    plan.ends[blockIdx.x] = e;
-    if (e.end != 0 && plan.failed) {
-      // The host watches this flag (mapped memory) and raises the abort the other blocks poll.
-      *reinterpret_cast<volatile int*>(plan.failed) = 1;
-      __threadfence_system();
-    }
-  }
+  if (run.startNs == 0) run.startNs = lanes.nowNs();
+  laneLoop(lanes, run, int(blockIdx.x), stop);
 }
 
 }  // namespace
 
 constexpr int kThreads = 256;
 
-int launchPlan(const DevPlan& plan, void* stream) {
-  if (plan.ntasks <= 0) return cudaSuccess;
-  planKernel<<<plan.ntasks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(plan);
+int launchPlan(const Run& run, const int* stop, void* stream) {
+  if (run.ntasks <= 0) return cudaSuccess;
+  planKernel<<<run.ntasks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(run, stop);
   return cudaGetLastError();
 }
 

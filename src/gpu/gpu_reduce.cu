@@ -1,4 +1,4 @@
-// reduceCopy on the GPU: the device element loop (gpu/dev_reduce.h) over a grid. Compiled with
+// reduceCopy on the GPU: the device element loop (reduce/reduce_lanes.h) over a grid. Compiled with
 // --fmad=false (CMakeLists.txt): a fused multiply-add would round a PreMulSum differently from the host,
 // which never fuses (-ffp-contract=off).
 #include <cuda_runtime.h>
@@ -11,8 +11,8 @@ namespace preccl::gpu {
 
 namespace {
 
-__global__ void reduceKernel(precclDataType_t t, ElemArgs a) {
-  reduceLanes(t, a, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x);
+__global__ void reduceKernel(precclDataType_t t, red::ElemArgs a) {
+  red::reduceLanes(t, a, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x);
 }
 
 }  // namespace
@@ -26,7 +26,7 @@ int reduceCopy(const RedOp& op, precclDataType_t t, size_t n, const void* local,
   constexpr int kThreads = 256;
   const size_t want = (n + kThreads - 1) / kThreads;
   const unsigned blocks = unsigned(want < 4096 ? want : 4096);
-  reduceKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(t, elemArgs(a, esz));
+  reduceKernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(t, red::elemArgs(a, esz));
   return cudaGetLastError();
 }
 

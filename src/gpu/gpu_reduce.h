@@ -1,4 +1,4 @@
-// The device twin of reduceCopy (device/reduce.h): the same contract and the same bits, over device
+// The device twin of reduceCopy (reduce/reduce.h): the same contract and the same bits, over device
 // memory, enqueued on a CUDA stream. Built only when CMake finds nvcc (docs/gpu.md).
 #pragma once
 #include <cstddef>

@@ -1,5 +1,5 @@
-// Where byte x of a step lies in the caller's memory, for the host executor's Steps and the device
-// primitives alike (the ring AllReduce's strided chunks, core/plan.h): the first headBytes contiguous, then
+// Where byte x of a step lies in the caller's memory, for the task code on the host and the GPU alike
+// (the ring AllReduce's strided chunks, plan/layout.h): the first headBytes contiguous, then
 // blocks of blockBytes every strideBytes. blockBytes == 0: contiguous.
 #pragma once
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Under rail affinity (core/topology.h Topology::rail) a rank sends only through the NICs it owns, and
+// Under rail affinity (topo/topology.h Topology::rail) a rank sends only through the NICs it owns, and
 // the point-to-point families read the policy's allocation as a host's split: the part of every block
 // that leaves a host through each VT's NIC. Each rank sends its own blocks; what a VT's owners cannot
 // carry of its part comes from the host's other ranks through the VT's relay (shared memory, then the

@@ -1,4 +1,4 @@
-// Reduction kernels of the host executor: one entry point, reduceCopy, serves every primitive
+// Reduction loops of the host's task code: one entry point, reduceCopy, serves every primitive
 // (recvReduceSend, recvReduceCopySend, copies with a post-divide, ...).
 #pragma once
 #include <cstddef>

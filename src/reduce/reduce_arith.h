@@ -25,7 +25,7 @@ struct Args {
   int postDivide = 0;                // > 0: divide the result by this
 };
 
-// reduceCopy's call resolved (device/reduce.h has the contract): the local input first, then the
+// reduceCopy's call resolved (reduce/reduce.h has the contract): the local input first, then the
 // received ones; false when there is nothing to do. The host loops and the CUDA kernel both start here.
 PRECCL_HD inline bool resolve(const RedOp& op, size_t n, const void* local, const void* const* recv, int nrecv,
                     void* const* outs, int nout, bool applyPost, Args* a) {

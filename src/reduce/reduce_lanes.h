@@ -1,14 +1,14 @@
-// The element loop of reduceCopy as device code (docs/gpu.md): the resolved call by value, and the loop a
-// set of lanes runs over it, lane `first` taking every `stride`-th element. The reduce kernel runs it
-// over a grid, a step of the device executor over one block; the CPU tests run the same code with one
-// lane. The per-element arithmetic is the host's (device/reduce_arith.h).
+// The element loop of reduceCopy for lanes (docs/gpu.md): the resolved call by value, and the loop a set
+// of lanes runs over it, lane `first` taking every `stride`-th element. The reduce kernel runs it over a
+// grid, the task code over one block (gpu/block_lanes.cuh). The per-element arithmetic is the host's
+// (reduce/reduce_arith.h).
 #pragma once
 #include <cstring>
 
 #include "base/hd.h"
 #include "reduce/reduce_arith.h"
 
-namespace preccl::gpu {
+namespace preccl::red {
 
 // red::Args by value (a kernel parameter cannot point at the host's scalar).
 struct ElemArgs {
@@ -22,7 +22,7 @@ struct ElemArgs {
   unsigned char scalar[8] = {};
 };
 
-PRECCL_HD inline ElemArgs elemArgs(const red::Args& r, size_t esz) {
+PRECCL_HD inline ElemArgs elemArgs(const Args& r, size_t esz) {
   ElemArgs k;
   k.n = r.n;
   k.nsrc = r.nsrc;
@@ -54,7 +54,7 @@ template <class A, RedKind K> PRECCL_HD void reduceElems(const ElemArgs& a, size
   for (size_t i = first; i < a.n; i += stride) {
     S r = loadElem<S>(a.src[0], i);
     if (a.pre) r = A::prod(r, scalar);
-    for (int k = 1; k < a.nsrc; ++k) r = red::apply<A, K>(r, loadElem<S>(a.src[k], i));
+    for (int k = 1; k < a.nsrc; ++k) r = apply<A, K>(r, loadElem<S>(a.src[k], i));
     if (a.postDivide > 0) r = A::div(r, div);
     for (int o = 0; o < a.nout; ++o) storeElem<S>(a.out[o], i, r);
   }
@@ -71,7 +71,6 @@ template <class A> PRECCL_HD void reduceOps(const ElemArgs& a, size_t first, siz
 
 // Every type; false for an invalid one (nothing written).
 PRECCL_HD inline bool reduceLanes(precclDataType_t t, const ElemArgs& a, size_t first, size_t stride) {
-  using namespace red;
   switch (t) {
     case precclInt8: reduceOps<IntArith<int8_t>>(a, first, stride); return true;
     case precclUint8: reduceOps<IntArith<uint8_t>>(a, first, stride); return true;
@@ -89,4 +88,4 @@ PRECCL_HD inline bool reduceLanes(precclDataType_t t, const ElemArgs& a, size_t 
   }
 }
 
-}  // namespace preccl::gpu
+}  // namespace preccl::red

@@ -1,4 +1,4 @@
-// The FIFO counters' loads and stores (transport/fifo.h), for the host executor, the proxy and the CUDA
+// The FIFO counters' loads and stores (transport/fifo.h), for the host's runners, the proxy and the CUDA
 // kernels alike: acquire loads and release stores of a counter both ends see. On the GPU they go through
 // libcu++'s system-scope atomic_ref, since the other end may be the host or another device.
 #pragma once

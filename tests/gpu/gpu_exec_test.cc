@@ -1,7 +1,7 @@
 // The device executor on a GPU (gpu/gpu_exec.h, docs/gpu.md). Four ranks as threads of one process
 // (CommInitAll over shared memory), sharing the one GPU with a stream each:
 //  1. every collective, for several types, ops and sizes, on device buffers (the CCT's kernel) and on
-//     host buffers (the host executor) through the same communicators: the bytes must be equal;
+//     host buffers (the host runner) through the same communicators: the bytes must be equal;
 //  2. 4-rank AllReduce busbw at 64 MiB and 1 GiB on device buffers, beside the device's own copy
 //     bandwidth and the host-device copy bandwidth (the FIFOs are mapped host memory), measured here.
 // Shared memory with rings and with trees, and sockets over loopback (the proxy path). Needs a CUDA
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda_ok.h"
+#include "base/coll.h"
 #include "reduce/dtype.h"
 #include "gpu/gpu_exec.h"
 #include "preccl/preccl.h"
@@ -39,14 +40,9 @@ void onRanks(const std::function<void(int)>& f) {
   for (auto& x : t) x.join();
 }
 
-enum class C { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll };
-const char* name(C c) {
-  static const char* n[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll"};
-  return n[int(c)];
-}
+using C = Coll;  // the library's collectives (base/coll.h)
 size_t inCount(C c, size_t count) { return c == C::ReduceScatter || c == C::AlltoAll ? count * kRanks : count; }
 size_t outCount(C c, size_t count) { return c == C::AllGather || c == C::AlltoAll ? count * kRanks : count; }
-bool reduces(C c) { return c == C::AllReduce || c == C::Reduce || c == C::ReduceScatter; }
 
 precclResult_t call(C c, const void* s, void* r, size_t count, precclDataType_t t, precclRedOp_t op, int root, int rank) {
   precclComm_t comm = comms[rank];
@@ -57,6 +53,7 @@ precclResult_t call(C c, const void* s, void* r, size_t count, precclDataType_t 
     case C::AllGather: return precclAllGather(s, r, count, t, comm, nullptr);
     case C::ReduceScatter: return precclReduceScatter(s, r, count, t, op, comm, nullptr);
     case C::AlltoAll: return precclAlltoAll(s, r, count, t, comm, nullptr);
+    default: return precclInvalidUsage;  // not measured here
   }
   return precclInvalidArgument;
 }
@@ -119,11 +116,11 @@ void oneCase(C c, precclDataType_t t, int opKind, size_t count, int root) {
   for (int r = 0; r < kRanks; r++) {
     if (opKind < 0) precclRedOpDestroy(ops[r], comms[r]);
     EXPECT(hostRes[r] == precclSuccess && devRes[r] == precclSuccess, "%s %s op %d count %zu rank %d: host %d device %d (%s)",
-           name(c), dtypeName(t), opKind, count, r, int(hostRes[r]), int(devRes[r]), precclGetLastError(comms[r]));
+           collName(c), dtypeName(t), opKind, count, r, int(hostRes[r]), int(devRes[r]), precclGetLastError(comms[r]));
     // A rooted Reduce leaves the other ranks' outputs as they were: those compare too.
     size_t wrong = 0;
     for (size_t i = 0; i < outB; i++) wrong += host[r][i] != dev[r][i];
-    EXPECT(wrong == 0, "%s %s op %d count %zu rank %d: %zu of %zu bytes differ from the host executor's", name(c),
+    EXPECT(wrong == 0, "%s %s op %d count %zu rank %d: %zu of %zu bytes differ from the host runner's", collName(c),
            dtypeName(t), opKind, count, r, wrong, outB);
   }
 }
@@ -213,7 +210,7 @@ void matrix(const char* label, const std::vector<std::pair<const char*, const ch
   int cases = 0;
   for (C c : {C::AllReduce, C::Broadcast, C::Reduce, C::AllGather, C::ReduceScatter, C::AlltoAll})
     for (precclDataType_t t : {precclFloat32, precclFloat64, precclBfloat16, precclInt32, precclInt8, precclUint64})
-      for (int op : reduces(c) ? std::vector<int>{precclSum, precclMax, precclAvg, -1} : std::vector<int>{precclSum})
+      for (int op : collReduces(c) ? std::vector<int>{precclSum, precclMax, precclAvg, -1} : std::vector<int>{precclSum})
         for (size_t n : counts) {
           if (op == precclAvg && t != precclFloat32 && t != precclFloat64 && t != precclBfloat16) continue;
           oneCase(c, t, op, n, c == C::Broadcast ? 1 : 2);

@@ -1,40 +1,14 @@
-// Plan of one CCT: the policy's allocation turned into Tasks of Steps for the executor. The builders are
-// per algorithm family (plan_ring.cc, plan_tree.cc, plan_p2p.cc); this is the only place that knows
-// which rank sends what to whom.
+// Where a CCT's bytes go, for every planner: the pipeline's piece, the deterministic reduction layout
+// (an element's order of reduction depends only on its index), and where the telemetry cut falls.
 #pragma once
 #include <algorithm>
 #include <cstddef>
-#include <vector>
 
+#include "plan/call.h"
 #include "plan/plan.h"
-#include "policy/allocation.h"
-#include "policy/policy.h"
-#include "preccl/preccl.h"
-
-struct precclComm;
+#include "reduce/dtype.h"
 
 namespace preccl {
-
-enum class Coll { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll, Gather, Scatter, P2P };
-const char* collName(Coll c);
-
-struct P2POp {
-  bool isSend = false;
-  int peer = -1;
-  void* buf = nullptr;
-  size_t count = 0;
-};
-
-struct CctArgs {
-  Coll coll = Coll::AllReduce;
-  const void* sendbuff = nullptr;
-  void* recvbuff = nullptr;
-  size_t count = 0;  // AllGather: sendcount; ReduceScatter: recvcount; AlltoAll/Gather/Scatter: per rank
-  precclDataType_t dtype = precclFloat;
-  RedOp op;
-  int root = 0;
-  std::vector<P2POp> p2p;  // Coll::P2P only: the group's sends and receives, in call order
-};
 
 // Chunk i of n of a range of `count` elements, balanced (sizes differ by at most one).
 inline size_t chunkOffset(size_t count, int n, int i) {
@@ -42,12 +16,6 @@ inline size_t chunkOffset(size_t count, int n, int i) {
   return base * i + std::min<size_t>(i, rem);
 }
 inline size_t chunkCount(size_t count, int n, int i) { return count / n + (static_cast<size_t>(i) < count % n ? 1 : 0); }
-
-Conn* connTo(precclComm* comm, int peer, int vt);
-// The edge that carries `from`'s bytes for `to` on VT vt, seen from this rank (one of the two ends):
-// direct, or under rail affinity (Topology::rail) `from`'s relay on that VT when `to` is on another host
-// (a relay edge naming the far end: docs/architecture.md, "Rank-NIC affinity and the relay").
-Conn* railEdge(precclComm* comm, int from, int to, int vt);
 
 // The pipeline's piece: the bytes a Step moves per slot. A slot is forwarded only once it is received
 // whole, so every call starts and ends with a few piece-times in which not every link is busy. The piece
@@ -93,12 +61,12 @@ inline size_t treeSplit(size_t count) { return count / 2; }
 // The telemetry cut before the last data piece of t's first step (Task::cutStep): what comes after it
 // carries the CCT's own records on. The offset of that piece, 0 when the step is a single piece (no room
 // before it: then no cut, and the CCT none, since cuts are all or nothing).
-inline size_t lastPieceOffset(const Task& t, size_t slotBytes, size_t esz) {
-  const size_t data = t.steps.front().bytes, piece = t.piece(slotBytes) / esz * esz;
-  return data > piece ? (data - 1) / piece * piece : 0;
+inline size_t lastPieceOffset(const Plan& plan, const Task& t) {
+  const size_t data = plan.step(t, 0).bytes;
+  return data > t.piece ? (data - 1) / t.piece * t.piece : 0;
 }
-inline void cutBeforeLastPiece(Task* t, size_t slotBytes, size_t esz, bool relay = false) {
-  const size_t off = lastPieceOffset(*t, slotBytes, esz);
+inline void cutBeforeLastPiece(const Plan& plan, Task* t, bool relay = false) {
+  const size_t off = lastPieceOffset(plan, *t);
   if (off == 0) return;
   t->cutStep = 0;
   t->cutOff = off;
@@ -113,24 +81,8 @@ inline void cutBeforeLastPiece(Task* t, size_t slotBytes, size_t esz, bool relay
 // up to it). It carries the CCT's own records (the cut) or older cargo. Every rank evaluates this from
 // values all ranks share, so all agree whether the tail runs.
 constexpr size_t kTeleTailMinBytes = 1 << 20;
-inline bool teleTailRuns(const CctArgs& a, size_t bytes, int nranks) {
-  return nranks > 1 && bytes >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
+inline bool teleTailRuns(const CctArgs& a, int nranks) {
+  return nranks > 1 && a.count * dtypeSize(a.dtype) >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
 }
-
-bool useTree(precclComm* comm, const CctArgs& a);
-void planRingAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planRingReduceScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planRingAllGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planRingBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planRingReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planTreeAllReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planTreeBroadcast(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planTreeReduce(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-// `sendbuff` of AlltoAll may be a staging copy (in-place calls).
-void planAlltoAll(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planGather(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-void planScatter(precclComm* comm, const CctArgs& a, const Allocation& al, CctPlan* plan);
-// Returns false (with *why) when a group's self-sends and self-receives do not pair up.
-bool planP2P(precclComm* comm, const CctArgs& a, CctPlan* plan, std::string* why);
 
 }  // namespace preccl

@@ -1,0 +1,135 @@
+#include "core/run_attempt.h"
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "core/comm.h"
+#include "core/debug.h"
+#include "core/probe.h"
+#include "exec/run.h"
+#include "plan/coll_table.h"
+
+namespace preccl {
+
+namespace {
+
+// The ring neighbours' edges on the live VTs (`live`) or on the masked ones, the lowest VT's first: every
+// rank reaches every other through them on any one VT.
+std::vector<Conn*> notifyEdges(precclComm* comm, bool live) {
+  std::vector<Conn*> e;
+  const int next = comm->topo.ringNext(comm->rank), prev = comm->topo.ringPrev(comm->rank);
+  for (int v = 0; v < comm->nVTs; v++) {
+    if (isLive(comm->liveMask, v) != live) continue;
+    for (int peer : {next, prev})
+      if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
+        e.push_back(c);
+  }
+  return e;
+}
+
+// What the executor gets of the communicator for one attempt.
+ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
+  ExecCtx ctx;
+  ctx.rank = comm->rank;
+  ctx.nranks = comm->nranks;
+  ctx.slotBytes = comm->slotBytes;
+  ctx.timeoutNs = comm->cfg.timeoutMs * 1000000ull;
+  ctx.bell = comm->bell;
+  ctx.abort = &comm->abortFlag;
+  ctx.vtStats = &comm->vtStats;
+  ctx.edges = &comm->conns;
+  ctx.epoch = comm->epoch;
+  if (collRow(c.a.coll).collective && comm->pendingEpoch != Run::kNoTele) {
+    ctx.teleEpoch = comm->pendingEpoch;
+    ctx.cargo = comm->pendingRec;
+  }
+  ctx.agree = c.agree;
+  ctx.attempt = attempt;
+  ctx.dropStale = comm->aborts > 0;
+  ctx.liveMask = comm->liveMask;
+  ctx.detectMs = comm->cfg.detectMs;
+  ctx.lastCommit = &comm->lastCommit;
+  if (c.agree) {
+    ctx.notify = notifyEdges(comm, true);
+    ctx.spare = notifyEdges(comm, false);
+    const bool oneNeighbour = comm->topo.ringNext(comm->rank) == comm->topo.ringPrev(comm->rank);
+    ctx.notifyNarrow = std::min<size_t>(ctx.notify.size(), oneNeighbour ? 1 : 2);
+    ctx.report = [comm] {
+      probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
+      return maskedNotReady(comm);
+    };
+  }
+  return ctx;
+}
+
+std::string vtList(uint64_t mask) {
+  std::vector<int> vts;
+  for (int v = 0; v < 64; v++)
+    if ((mask >> v) & 1) vts.push_back(v);
+  return fmt::format("{}", fmt::join(vts, ","));
+}
+
+// After an agreed abort: masks the failed VTs, or, when none would be left, keeps them for another try
+// until PRECCL_TIMEOUT has passed since the first such abort (a host whose every NIC blinks recovers).
+precclResult_t afterAbort(precclComm* comm, const ExecFault& fault, uint32_t attempt) {
+  comm->aborts++;
+  const uint64_t failed = fault.agreedVts & comm->liveMask;
+  if (failed != 0 && failed != comm->liveMask) {
+    mask(comm, failed);
+    comm->noVtLeftSinceNs = 0;
+    PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}", comm->rank,
+                comm->epoch, attempt, vtList(failed), vtList(comm->liveMask));
+    return precclSuccess;
+  }
+  // Every live VT failed, but masked ones may answer again on every rank (a rail that returned while the
+  // other died): the retry runs on those.
+  // (They rejoin before `failed` leaves, so that only VTs masked earlier can come back.)
+  if (failed != 0) {
+    if (const uint64_t back = rejoin(comm, fault.notReadyVts, comm->epoch); back != 0) {
+      mask(comm, failed);
+      comm->noVtLeftSinceNs = 0;
+      PRECCL_WARN("rank {}: epoch {} attempt {} aborted; masking VT(s) {} (dead paths), retrying on VT(s) {}, which "
+                  "answer again",
+                  comm->rank, comm->epoch, attempt, vtList(failed), vtList(back));
+      return precclSuccess;
+    }
+  }
+  const uint64_t now = nowNs();
+  if (comm->noVtLeftSinceNs == 0) comm->noVtLeftSinceNs = now;
+  if (now - comm->noVtLeftSinceNs > comm->cfg.timeoutMs * 1000000ull) {
+    const std::string msg = fmt::format(
+        "rank {}: no VT is left: every live VT ({}) has a dead path, for more than PRECCL_TIMEOUT={} s; epoch {} attempt {}",
+        comm->rank, vtList(comm->liveMask), comm->cfg.timeoutMs / 1000, comm->epoch, attempt);
+    setError(comm, precclRemoteError, msg);
+    comm->raiseAsync(precclRemoteError, msg);
+    return precclRemoteError;
+  }
+  PRECCL_WARN("rank {}: epoch {} attempt {} aborted; every live VT ({}) has a dead path: trying them again", comm->rank,
+              comm->epoch, attempt, vtList(comm->liveMask));
+  return precclSuccess;
+}
+
+}  // namespace
+
+precclResult_t runAttempt(precclComm* comm, const Cct& c, const Plan& plan, const Bound& b, uint32_t attempt, RunOut* out,
+                          ExecFault* fault) {
+  const ExecCtx ctx = execCtx(comm, c, attempt);
+  const bool timed = comm->traceFd >= 0;
+  const uint64_t t0 = timed ? nowNs() : 0;
+  const precclResult_t res = c.onDevice     ? deviceExecutor().run(ctx, plan, b, out, fault)
+                             : comm->cfg.lanes ? runLanes(ctx, plan, b, out, fault)
+                                               : runHost(ctx, plan, b, out, fault);
+  if (timed) comm->lastExecNs = nowNs() - t0;
+  comm->lastAttempts = attempt + 1;
+  if (res == precclSuccess && c.agree) comm->lastCommit = std::move(fault->committed);
+  return res;
+}
+
+precclResult_t recoverAttempt(precclComm* comm, const ExecFault& fault, uint32_t attempt, precclResult_t res) {
+  if (fault.aborted) return afterAbort(comm, fault, attempt);
+  setError(comm, res, fault.what);
+  comm->raiseAsync(res, fault.what);
+  return res;
+}
+
+}  // namespace preccl

@@ -1,0 +1,57 @@
+#include "plan/plan.h"
+
+namespace preccl {
+
+const char* primName(Prim p) {
+  switch (p) {
+    case Prim::Copy: return "copy";
+    case Prim::ReduceCopy: return "reduceCopy";
+    case Prim::Send: return "send";
+    case Prim::ReduceSend: return "reduceSend";
+    case Prim::CopySend: return "copySend";
+    case Prim::Recv: return "recv";
+    case Prim::RecvSend: return "recvSend";
+    case Prim::RecvCopySend: return "recvCopySend";
+    case Prim::RecvReduceSend: return "recvReduceSend";
+    case Prim::RecvReduceCopy: return "recvReduceCopy";
+    case Prim::RecvReduceCopySend: return "recvReduceCopySend";
+    case Prim::Header: return "header";
+  }
+  return "?";
+}
+
+Prim primOf(const Step& s) {
+  if (s.headerOnly) return Prim::Header;
+  const bool in = s.nrecv > 0, out = s.nsend > 0, dst = s.dst != nullptr;
+  if (!in) {
+    if (s.reduce) return out ? Prim::ReduceSend : Prim::ReduceCopy;
+    return out ? (dst ? Prim::CopySend : Prim::Send) : Prim::Copy;
+  }
+  if (s.reduce) return out ? (dst ? Prim::RecvReduceCopySend : Prim::RecvReduceSend) : Prim::RecvReduceCopy;
+  return out ? (dst ? Prim::RecvCopySend : Prim::RecvSend) : Prim::Recv;
+}
+
+int32_t Plan::edge(const EdgeName& e) {
+  // Peers and relay far ends are ranks (< 2^24), VTs < 2^16: one key each.
+  const uint64_t key = uint64_t(uint32_t(e.peer) & 0xffffffu) << 40 | uint64_t(uint32_t(e.far + 1) & 0xffffffu) << 16 |
+                       uint64_t(uint32_t(e.vt) & 0xffffu);
+  auto [it, added] = edgeIndex_.try_emplace(key, int32_t(edges.size()));
+  if (added) edges.push_back(e);
+  return it->second;
+}
+
+Task& Plan::begin(int vt, size_t piece) {
+  Task t;
+  t.vt = vt;
+  t.firstStep = uint32_t(steps.size());
+  t.piece = piece;
+  tasks.push_back(t);
+  return tasks.back();
+}
+
+void Plan::add(const Step& s) {
+  steps.push_back(s);
+  tasks.back().nsteps++;
+}
+
+}  // namespace preccl
