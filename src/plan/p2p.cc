@@ -8,6 +8,7 @@
 #include "plan/layout.h"
 #include "plan/planners.h"
 #include "plan/steps.h"
+#include "policy/policy.h"
 #include "reduce/dtype.h"
 
 namespace preccl {
@@ -39,8 +40,11 @@ void planSendRecv(const PlanView& v, const CctArgs& a, const Decision& d, Plan* 
     plan->begin(vt, piece);
     for (const Step& s : ss) plan->add(s);
   }
+  // A copy to itself crosses no VT; its task goes on a live one, since the tasks of masked VTs are dropped.
+  int live = 0;
+  while (live < v.nVTs - 1 && !isLive(v.liveMask, live)) live++;
   for (size_t i = 0; i < selfSends.size() && i < selfRecvs.size(); i++) {
-    plan->begin(0, piece);
+    plan->begin(live, piece);
     plan->add(steps::copy(static_cast<const char*>(selfSends[i]->buf), static_cast<char*>(selfRecvs[i]->buf),
                           selfSends[i]->count * esz));
   }
