@@ -67,7 +67,7 @@ struct precclComm {
   std::vector<preccl::VtCounters> vtStats;
   // Telemetry (docs/telemetry.md): this rank's records of its last collective, waiting to ride on the next
   // one, and the newest epoch whose records every rank holds identically.
-  uint64_t pendingEpoch = ~0ull;
+  uint64_t pendingEpoch = preccl::kNoTeleEpoch;
   std::vector<preccl::VtRecord> pendingRec;
   // Per VT and rank: whose records of pendingEpoch may be other than zero (Plan::senders of that CCT;
   // empty: every rank's).

@@ -38,7 +38,7 @@ void probeMasked(precclComm* comm) {
     h = SlotHdr{};
     h.epoch = comm->epoch;
     h.kind = kSlotProbe;
-    h.teleEpoch = ~0ull;
+    h.teleEpoch = kNoTeleEpoch;
     c.send.publish();
     c.probesSent++;
   });

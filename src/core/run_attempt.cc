@@ -39,7 +39,7 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.vtStats = &comm->vtStats;
   ctx.edges = &comm->conns;
   ctx.epoch = comm->epoch;
-  if (collRow(c.a.coll).collective && comm->pendingEpoch != Run::kNoTele) {
+  if (collRow(c.a.coll).collective && comm->pendingEpoch != kNoTeleEpoch) {
     ctx.teleEpoch = comm->pendingEpoch;
     ctx.cargo = comm->pendingRec;
   }

@@ -48,12 +48,12 @@ void setLatestTelemetry(precclComm* comm, uint64_t epoch, const std::vector<VtRe
 void collectTelemetry(precclComm* comm, const CctArgs& a, const Decision& d, const Plan& plan, const RunOut& out) {
   if (plan.cuts) {
     setLatestTelemetry(comm, comm->epoch, out.now);
-    comm->pendingEpoch = Run::kNoTele;
+    comm->pendingEpoch = kNoTeleEpoch;
     comm->pendingRec.clear();
     comm->pendingSenders.clear();
     return;
   }
-  if (comm->pendingEpoch != Run::kNoTele) {
+  if (comm->pendingEpoch != kNoTeleEpoch) {
     bool complete = true;
     for (int v = 0; v < comm->nVTs; v++) complete &= !liveVt(comm, v) || carried(comm, a, d, plan, v);
     if (complete) {

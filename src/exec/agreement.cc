@@ -159,7 +159,7 @@ static bool sendNotice(Conn* c, uint64_t epoch, uint32_t attempt, uint16_t kind,
   h.attempt = attempt;
   h.kind = kind;
   h.bytes = bytes;
-  h.teleEpoch = ~0ull;
+  h.teleEpoch = kNoTeleEpoch;
   char* body = c->send.slot();
   memcpy(body, &vts, 8);
   memcpy(body + 8, &second, 8);

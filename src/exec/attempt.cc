@@ -69,7 +69,7 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
       agree_(makeAgreement(ctx, b)) {
   for (size_t v = 0; v < vts_.size(); v++) {
     VtRun& r = vts_[v];
-    if (ctx.teleEpoch != Run::kNoTele && v < ctx.cargo.size()) r.cargo = ctx.cargo[v];
+    if (ctx.teleEpoch != kNoTeleEpoch && v < ctx.cargo.size()) r.cargo = ctx.cargo[v];
     if (v < plan.sharedCuts.size()) r.sharedCutsLeft = plan.sharedCuts[v];
     if (v < plan.sharedCutSnapshot.size()) r.sharedSnapshot = plan.sharedCutSnapshot[v];
   }

@@ -41,9 +41,9 @@ struct ExecCtx {
   // Every edge of the communicator: one that failed outside this CCT's plan (a peer that died) fails it too.
   const ConnTable* edges = nullptr;
   uint64_t epoch = 0;
-  // In-band telemetry of an earlier epoch riding on this CCT's slots (none when teleEpoch is Run::kNoTele):
+  // In-band telemetry of an earlier epoch riding on this CCT's slots (none when teleEpoch is kNoTeleEpoch):
   // per VT, the running maximum of every record heard so far; starts as this rank's own record.
-  uint64_t teleEpoch = ~0ull;
+  uint64_t teleEpoch = kNoTeleEpoch;
   std::vector<VtRecord> cargo;
   // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
   // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.

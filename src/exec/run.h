@@ -47,7 +47,6 @@ struct VtRun {
 };
 
 struct Run {
-  static constexpr uint64_t kNoTele = ~0ull;
   const Step* steps = nullptr;
   const Task* tasks = nullptr;
   int ntasks = 0;
@@ -65,7 +64,7 @@ struct Run {
   precclDataType_t dtype = precclFloat;
   size_t esz = 4;
   RedOp op;
-  uint64_t teleEpoch = kNoTele;  // the older epoch whose records ride on the slots as cargo
+  uint64_t teleEpoch = kNoTeleEpoch;  // the older epoch whose records ride on the slots as cargo
   uint64_t startNs = 0;          // the lanes' clock at the start (elapsed times are measured from it)
   LastCommit last;               // for a peer still committing it (exec/slot_rules.h commitNeedsAnswer)
 };

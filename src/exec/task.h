@@ -52,11 +52,12 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
   const Task& t = r.tasks[ti];
   TaskRun& me = r.task[ti];
   VtRun& vt = r.vt[t.vt];
-  const int blocked = progressed ? int(Adv::Moved) : int(Adv::Blocked);
+  // Nothing can move now: a wait for something else (Moved if something did first).
+  auto waits = [&] { return progressed ? int(Adv::Moved) : int(Adv::Blocked); };
   if (me.cur == TaskRun::kFinished) return int(Adv::Done);
   if (me.cur == TaskRun::kNotStarted) {
     for (uint32_t i = t.afterFirst; i < t.afterLast; i++)
-      if (hostVisibleLoad(&r.task[i].cur) != TaskRun::kFinished) return blocked;
+      if (hostVisibleLoad(&r.task[i].cur) != TaskRun::kFinished) return waits();
     hostVisibleStore(&me.cur, 0);
   }
   for (;;) {
@@ -78,7 +79,7 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
             flagRaise(&vt.sharedCutOpen);
           }
         }
-        if (!flagLoad(&vt.sharedCutOpen)) return progressed ? int(Adv::Moved) : int(Adv::Blocked);
+        if (!flagLoad(&vt.sharedCutOpen)) return waits();
       }
       me.cutTaken = 1;
     }
@@ -94,7 +95,7 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
       for (;;) {
         if (!in.ready()) {
           me.waitEdge = s.recv[i];
-          return progressed ? int(Adv::Moved) : int(Adv::Blocked);
+          return waits();
         }
         if (!droppableSlot(in.hdr(), r.epoch, r.attempt, r.dropStale)) break;
         if (commitNeedsAnswer(in.hdr(), in.slot(), r.last)) {
@@ -118,7 +119,7 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
           sharedAdd<uint64_t>(&vt.stalls, 1);
         }
         me.waitEdge = s.send[i];
-        return progressed ? int(Adv::Moved) : int(Adv::Blocked);
+        return waits();
       }
     if (me.stalled) {
       sharedAdd<uint64_t>(&vt.stallNs, lanes.nowNs() - me.stallFromNs);
@@ -132,7 +133,7 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
         return int(Adv::BadSlot);
       }
       if (h.teleEpoch == r.epoch) recordMax(&vt.now, h.tele);
-      else if (r.teleEpoch != Run::kNoTele && h.teleEpoch == r.teleEpoch) recordMax(&vt.cargo, h.tele);
+      else if (r.teleEpoch != kNoTeleEpoch && h.teleEpoch == r.teleEpoch) recordMax(&vt.cargo, h.tele);
     }
     me.piece = piece;
     return kGo;
@@ -178,7 +179,7 @@ PRECCL_HD inline void finish(const Run& r, const Task& t, const Step& s, TaskRun
       h.tele = recordLoad(&vt.now);
     } else {
       h.teleEpoch = r.teleEpoch;
-      if (r.teleEpoch != Run::kNoTele) h.tele = recordLoad(&vt.cargo);
+      if (r.teleEpoch != kNoTeleEpoch) h.tele = recordLoad(&vt.cargo);
     }
     r.send[s.send[i]]->publish();
   }

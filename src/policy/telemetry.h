@@ -8,6 +8,9 @@
 
 namespace preccl {
 
+// The epoch of no telemetry: a slot that carries none, a CCT with no older records riding on it.
+constexpr uint64_t kNoTeleEpoch = ~0ull;
+
 // One rank's view of one VT in one epoch. Plain integers so that it can be sent as bytes and compared
 // bit for bit; 32 bytes.
 struct VtRecord {

@@ -29,7 +29,7 @@ struct SlotHdr {
   uint16_t kind;    // SlotKind
   uint16_t pad;
   // In-band telemetry: the sender's running per-field maximum, over the ranks it has heard from, of the
-  // records of epoch `teleEpoch` for this slot's VT (see docs/telemetry.md). ~0 = no cargo.
+  // records of epoch `teleEpoch` for this slot's VT (see docs/telemetry.md); kNoTeleEpoch: no cargo.
   uint64_t teleEpoch;
   VtRecord tele;
 };
