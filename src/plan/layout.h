@@ -79,10 +79,11 @@ inline void cutBeforeLastPiece(const Plan& plan, Task* t, bool relay = false) {
 // are noise, each VT appends a telemetry tail after its data (docs/telemetry.md): around the ring from
 // the chain's last rank (n-1 hops), or down the tree from the root (preceded, for a Broadcast, by one pass
 // up to it). It carries the CCT's own records (the cut) or older cargo. Every rank evaluates this from
-// values all ranks share, so all agree whether the tail runs.
+// values all ranks share, so all agree whether the tail runs. Asked only for those two collectives: by
+// their planners and by their rows of the collective table.
 constexpr size_t kTeleTailMinBytes = 1 << 20;
 inline bool teleTailRuns(const CctArgs& a, int nranks) {
-  return nranks > 1 && a.count * dtypeSize(a.dtype) >= kTeleTailMinBytes && (a.coll == Coll::Broadcast || a.coll == Coll::Reduce);
+  return nranks > 1 && a.count * dtypeSize(a.dtype) >= kTeleTailMinBytes;
 }
 
 }  // namespace preccl
