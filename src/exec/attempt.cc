@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -21,14 +22,14 @@ constexpr uint64_t kLookNs = 100000000ull;  // how often the edges get a look
 // then the spare ones (ExecCtx::spare).
 std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> e;
-  auto add = [&](Conn* c) {
-    if (c && isLive(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
+  std::unordered_set<const Conn*> seen;  // an AlltoAll's plan has an edge to every peer on every VT
+  auto add = [&](Conn* c, bool live) {
+    if (c && isLive(ctx.liveMask, c->vt) == live && seen.insert(c).second) e.push_back(c);
   };
-  for (Conn* c : ctx.notify) add(c);
+  for (Conn* c : ctx.notify) add(c, true);
   for (size_t i = 0; i < b.conns.size(); i++)
-    if (b.sends[i] || b.recvs[i]) add(b.conns[i]);
-  for (Conn* c : ctx.spare)
-    if (c && !isLive(ctx.liveMask, c->vt) && std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
+    if (b.sends[i] || b.recvs[i]) add(b.conns[i], true);
+  for (Conn* c : ctx.spare) add(c, false);
   return e;
 }
 
