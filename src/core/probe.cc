@@ -56,7 +56,14 @@ uint64_t rejoin(precclComm* comm, uint64_t notReadyAnywhere, uint64_t fromEpoch)
   const uint64_t back = maskedVts(comm) & ~notReadyAnywhere;
   if (back == 0) return 0;
   comm->liveMask |= back;
-  forEachEdge(comm, back, [](Conn& c) { c.probesSent = 0; });
+  // Every rank found these paths clear: a silence an attempt found on them before the masking is stale,
+  // and left standing it would keep the agreement's notices off the edge (Agreement::allSent), which may
+  // be the only one they go by.
+  forEachEdge(comm, back, [](Conn& c) {
+    c.probesSent = 0;
+    c.pathDown = false;
+    c.pathWhy.clear();
+  });
   for (int v = 0; v < comm->nVTs; v++)
     if ((back >> v) & 1) {
       comm->vtStateEpoch[v] = fromEpoch;

@@ -97,6 +97,10 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
     r.last = LastCommit{ctx.lastCommit->epoch, ctx.lastCommit->attempt, ctx.lastCommit->ranks.data(),
                         uint32_t(ctx.lastCommit->ranks.size())};
   for (Conn* c : b.staged) staged_.emplace_back(c, c->send.released());
+  // A path found silent in an earlier attempt is looked at again now: the flag keeps the agreement's notices
+  // off the edge (Agreement::allSent), and nothing else refreshes it before this attempt's first look.
+  for (Conn* e : agree_.edges())
+    if (e->pathDown && e->owner && e->state() == Conn::Live) e->owner->checkPath(*e, ctx.detectMs);
 }
 
 precclResult_t Attempt::fail(precclResult_t code, const Conn* c, std::string what) {
