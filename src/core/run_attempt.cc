@@ -6,7 +6,6 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/probe.h"
-#include "exec/run.h"
 #include "plan/coll_table.h"
 
 namespace preccl {

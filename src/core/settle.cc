@@ -5,7 +5,6 @@
 #include "core/comm.h"
 #include "core/probe.h"
 #include "core/trace.h"
-#include "exec/run.h"
 #include "plan/coll_table.h"
 
 namespace preccl {

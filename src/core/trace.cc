@@ -10,7 +10,6 @@
 #include "core/debug.h"
 #include "base/env.h"
 #include "core/probe.h"
-#include "plan/coll_table.h"
 #include "reduce/dtype.h"
 
 namespace preccl {

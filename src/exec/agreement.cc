@@ -171,8 +171,7 @@ static bool sendNotice(Conn* c, uint64_t epoch, uint32_t attempt, uint16_t kind,
 void Agreement::dropStale(Conn* c) {
   FifoConsumer& r = c->recv;
   // Answered once per notice; a full FIFO leaves it unanswered, and the peer's next notice asks again.
-  if (last_ && !last_->ranks.empty() &&
-      commitNeedsAnswer(r.hdr(), r.slot(), LastCommit{last_->epoch, last_->attempt, last_->ranks.data(), uint32_t(last_->ranks.size())}) &&
+  if (last_ && commitNeedsAnswer(r.hdr(), r.slot(), last_->view()) &&
       sendNotice(c, last_->epoch, last_->attempt, kSlotCommit, last_->vts, last_->dead, last_->ranks))
     PRECCL_WARN("rank {}: rank {} is still committing epoch {} attempt {}, which this rank committed: sent it the "
                 "final notice again ({})",

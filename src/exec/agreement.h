@@ -28,6 +28,8 @@ struct CommitRecord {
   uint32_t attempt = 0;
   uint64_t vts = 0, dead = 0;
   std::vector<uint64_t> ranks;
+  // As the task code reads it (exec/slot_rules.h commitNeedsAnswer).
+  LastCommit view() const { return LastCommit{epoch, attempt, ranks.data(), uint32_t(ranks.size())}; }
 };
 
 class Agreement {

@@ -93,9 +93,7 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
   r.op = plan.op;
   r.teleEpoch = ctx.teleEpoch;
   r.startNs = nowNs();
-  if (ctx.lastCommit && !ctx.lastCommit->ranks.empty())
-    r.last = LastCommit{ctx.lastCommit->epoch, ctx.lastCommit->attempt, ctx.lastCommit->ranks.data(),
-                        uint32_t(ctx.lastCommit->ranks.size())};
+  if (ctx.lastCommit) r.last = ctx.lastCommit->view();
   for (Conn* c : b.staged) staged_.emplace_back(c, c->send.released());
   // A path found silent in an earlier attempt is looked at again now: the flag keeps the agreement's notices
   // off the edge (Agreement::allSent), and nothing else refreshes it before this attempt's first look.

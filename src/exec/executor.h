@@ -28,8 +28,6 @@ struct VtCounters {
   double lastShare = 0;
 };
 
-class ConnTable;
-
 struct ExecCtx {
   int rank = 0;
   int nranks = 1;
