@@ -10,10 +10,10 @@
 Run it from the repository root. Its self-test (ctest testbed) is tests/testbed: python3 -m tests.testbed.
 blaster.py is not a command but a program of its own, which the bed starts inside its namespaces.
 """
-import argparse
 import sys
 
 from . import bed_commands
+from . import cli
 from . import bytes_where
 from . import nic_use
 from . import results_table
@@ -25,13 +25,7 @@ COMMANDS = (bed_commands, bytes_where, nic_use, stability, results_table, tcp_fl
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    for module in COMMANDS:
-        module.add_commands(sub)
-    a = ap.parse_args(argv)
-    return a.fn(a)
+    return cli.run(PROG, __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
   python3 -m tests.testbed selftest --perf BIN                    the CI test (ctest testbed)
   python3 -m tests.testbed selftest-parse | selftest-capacity     its checks that need no root
 """
-import argparse
 import sys
+
+from perf.testbed import cli
 
 from . import selftest
 from . import selftest_capacity
@@ -14,13 +15,7 @@ COMMANDS = (selftest, selftest_parse, selftest_capacity)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m tests.testbed", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    for module in COMMANDS:
-        module.add_commands(sub)
-    a = ap.parse_args(argv)
-    return a.fn(a)
+    return cli.run("python3 -m tests.testbed", __doc__, COMMANDS, argv)
 
 
 if __name__ == "__main__":
