@@ -4,7 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <random>
 #include <vector>
@@ -214,4 +218,266 @@ TEST_CASE("notices of ended attempts and probes are dropped, older data only aft
   CHECK_FALSE(droppableSlot(h, 5, 1, true));   // this attempt's data
   h.kind = kSlotProbe;
   CHECK(droppableSlot(h, 9, 0, false));
+}
+
+namespace {
+
+// Ranks joined as the communicator joins them for an agreement (core/run_attempt.cc notifyEdges): on VT 0
+// the noticeGraph edges, out first; on VT 1 the ring neighbours' (the ways round once a flood widens).
+// Every directed edge is two FIFOs with a wire between them that moves the slots once per round, as a
+// socket's two proxies do: a notice takes one round per hop, so the rounds an agreement takes, counted
+// from the moment its last rank finished, are its critical path in hops. `ring`: VT 0 gets the ring
+// neighbours instead, the flood this design replaced, for comparison.
+struct Mesh {
+  static constexpr uint32_t kSlots = 4;
+  static constexpr size_t kSlotBytes = 512;  // a notice of 1024 ranks is 16 + 128 B
+  struct Wire {
+    std::unique_ptr<char, void (*)(void*)> a{nullptr, free}, b{nullptr, free};
+    FifoConsumer take;  // what the sender published
+    FifoProducer give;  // into the receiver's FIFO
+    bool dead = false;
+  };
+  int n;
+  std::vector<std::unique_ptr<Wire>> wires;
+  std::vector<std::vector<std::unique_ptr<Conn>>> conns;  // per rank
+  std::map<std::tuple<int, int, int>, std::pair<Conn*, Wire*>> at;  // (rank, peer, vt) -> its edge, its outgoing wire
+  std::vector<std::vector<Conn*>> edges;
+  std::vector<size_t> narrow;
+  std::vector<std::vector<std::vector<uint64_t>>> schedule;  // as the communicator gives it (commitSchedule)
+
+  static Fifo fifo(std::unique_ptr<char, void (*)(void*)>& mem) {
+    void* m = nullptr;
+    REQUIRE(posix_memalign(&m, kSlotAlign, fifoBytes(kSlots, kSlotBytes)) == 0);
+    memset(m, 0, fifoCtrlBytes());
+    new (m) FifoCtrl();
+    mem.reset(static_cast<char*>(m));
+    Fifo f;
+    f.attach(m, kSlots, kSlotBytes);
+    return f;
+  }
+  Wire* wire(Conn* from, Conn* to) {
+    auto w = std::make_unique<Wire>();
+    const Fifo a = fifo(w->a), b = fifo(w->b);
+    from->send.attach(a, Waker{});
+    w->take.attach(a, Waker{});
+    w->give.attach(b, Waker{});
+    to->recv.attach(b, Waker{});
+    wires.push_back(std::move(w));
+    return wires.back().get();
+  }
+  Conn* edge(int a, int b, int vt) {
+    if (auto it = at.find({a, b, vt}); it != at.end()) return it->second.first;
+    Conn* e[2] = {nullptr, nullptr};
+    for (int s = 0; s < 2; s++) {
+      auto c = std::make_unique<Conn>();
+      c->peer = s == 0 ? b : a;
+      c->vt = vt;
+      c->stagedSends = true;  // a commit waits until its wire took its last notices
+      e[s] = c.get();
+      conns[size_t(s == 0 ? a : b)].push_back(std::move(c));
+    }
+    at[{a, b, vt}] = {e[0], wire(e[0], e[1])};
+    at[{b, a, vt}] = {e[1], wire(e[1], e[0])};
+    return e[0];
+  }
+  Mesh(int nranks, bool ring = false, bool flood = false)
+      : n(nranks), conns(size_t(nranks)), edges(size_t(nranks)), narrow(size_t(nranks)), schedule(size_t(nranks)) {
+    std::vector<int> order(static_cast<size_t>(nranks));
+    for (int r = 0; r < n; r++) order[size_t(r)] = r;
+    for (int r = 0; r < n; r++) {
+      std::vector<Conn*>& e = edges[size_t(r)];
+      auto add = [&](int peer, int vt) {
+        if (peer == r) return;
+        Conn* c = edge(r, peer, vt);
+        if (std::find(e.begin(), e.end(), c) == e.end()) e.push_back(c);
+      };
+      const NoticeGraph g = noticeGraph(r, n);
+      if (ring) {
+        add((r + 1) % n, 0);
+        add((r + n - 1) % n, 0);
+      } else {
+        for (int p : g.out) add(p, 0);
+      }
+      narrow[size_t(r)] = ring ? e.size() : g.out.size();
+      if (!ring && !flood) schedule[size_t(r)] = commitSchedule(r, order);
+      if (!ring)
+        for (int p : g.in) add(p, 0);
+      add((r + 1) % n, 1);
+      add((r + n - 1) % n, 1);
+    }
+  }
+  // The wires carry what was published since the last round (a dead one nothing).
+  void carry() {
+    for (auto& w : wires) {
+      if (w->dead) continue;
+      while (w->take.ready() && w->give.hasRoom()) {
+        w->give.hdr() = w->take.hdr();
+        memcpy(w->give.slot(), w->take.slot(), w->take.hdr().bytes);
+        w->give.publish();
+        w->take.release();
+      }
+    }
+  }
+  // The path between a and b on vt dies both ways.
+  void kill(int a, int b, int vt) {
+    at.at({a, b, vt}).second->dead = true;
+    at.at({b, a, vt}).second->dead = true;
+  }
+  std::vector<std::unique_ptr<Agreement>> agreements() {
+    std::vector<std::unique_ptr<Agreement>> ag;
+    for (int r = 0; r < n; r++)
+      ag.push_back(std::make_unique<Agreement>(r, n, 7, 0, edges[size_t(r)], narrow[size_t(r)], false, 0, nullptr, schedule[size_t(r)]));
+    return ag;
+  }
+};
+
+int ceilLog2(int n) {
+  int k = 0;
+  while ((1 << k) < n) k++;
+  return k;
+}
+
+// One round: every rank pumps once (in a shuffled order), then the wires carry. `before(round)` runs first
+// (finishing ranks, faults). Returns the rounds until every rank ended, or -1 past a bound.
+template <typename Before>
+int rounds(Mesh& m, std::vector<std::unique_ptr<Agreement>>& ag, uint32_t seed, Before before) {
+  std::mt19937 rng(seed);
+  std::vector<size_t> order(ag.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  for (int round = 0; round < 4 * m.n + 100; round++) {
+    before(round);
+    std::shuffle(order.begin(), order.end(), rng);
+    bool all = true;
+    for (size_t i : order) {
+      ag[i]->pump();
+      all &= ag[i]->ended();
+    }
+    if (all) return round;
+    m.carry();
+  }
+  return -1;
+}
+
+std::vector<int> scaleSizes() {
+  std::vector<int> s;
+  for (int n = 2; n <= 33; n++) s.push_back(n);
+  for (int n : {63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1000, 1023, 1024}) s.push_back(n);
+  return s;
+}
+
+}  // namespace
+
+// The commit ends ceil(log2 n) hops after the last rank finished (the goal: 2 ceil(log2 n) + a constant),
+// whatever order the ranks finished in, scheduled or as a flood; an abort, which every rank must join, in
+// two floods.
+TEST_CASE("the agreement's critical path grows as log2 n, up to 1024 ranks", "[agreement]") {
+  for (int n : scaleSizes()) {
+    const int lg = ceilLog2(n);
+    INFO("n " << n);
+    for (bool flood : {false, true}) {  // scheduled, and the flood a rank falls back to without its schedule
+      INFO((flood ? "flood" : "scheduled"));
+      Mesh m(n, false, flood);
+      auto ag = m.agreements();
+      std::mt19937 rng{uint32_t(n)};
+      std::vector<int> finishAt(static_cast<size_t>(n));
+      int last = 0;
+      for (int r = 0; r < n; r++) last = std::max(last, finishAt[size_t(r)] = int(rng() % 6));
+      const int got = rounds(m, ag, uint32_t(n), [&](int round) {
+        for (int r = 0; r < n; r++)
+          if (finishAt[size_t(r)] == round) ag[size_t(r)]->finish(r == 1 ? 0x4 : 0);
+      });
+      REQUIRE(got >= 0);
+      CHECK(got - last <= lg + 1);  // the hops, and one round for the wire to take the last notices
+      for (auto& a : ag) {
+        CHECK(a->phase() == Agreement::Phase::Committed);
+        CHECK(a->agreedVts() == 0x4);
+      }
+    }
+    // A rank reports a dead VT while some ranks run and the others are committing; then two at once.
+    for (int reporters : {1, 2}) {
+      Mesh m(n);
+      auto ag = m.agreements();
+      for (int r = 0; r < n; r += 2) ag[size_t(r)]->finish(0);
+      const int a = n / 3, b = (2 * n) / 3;
+      uint64_t want = 0;
+      ag[size_t(a)]->setSuspects(0x2);
+      ag[size_t(a)]->abort();
+      want |= 0x2;
+      if (reporters == 2 && b != a) {
+        ag[size_t(b)]->setSuspects(0x8);
+        ag[size_t(b)]->abort();
+        want |= 0x8;
+      }
+      const int got = rounds(m, ag, uint32_t(n) + 7, [](int) {});
+      REQUIRE(got >= 0);
+      CHECK(got <= 2 * lg + 2);  // the abort reaches every rank, then every rank's report every rank
+      for (auto& x : ag) {
+        CHECK(x->phase() == Agreement::Phase::Aborted);
+        CHECK(x->agreedVts() == want);
+      }
+    }
+  }
+}
+
+// A path of the commit's graph dies during the agreement, both ways: its ends find it dead some rounds
+// later (as Attempt::look does), widen, and the flood goes round it. Every rank finished: they commit.
+// One rank still waited for data lost on that path: the dead VT travels in the commits, and it aborts
+// them all with it.
+TEST_CASE("a path that dies during the agreement: the flood goes round it, or a waiting rank aborts", "[agreement]") {
+  for (int n : {2, 3, 4, 7, 8, 33, 256, 1024})
+    for (bool oneRuns : {false, true}) {
+      INFO("n " << n << (oneRuns ? ", one rank still runs" : ", all finished"));
+      Mesh m(n);
+      auto ag = m.agreements();
+      const int x = n / 2, y = (x + 1) % n;  // y is x's first out edge on VT 0
+      for (int r = 0; r < n; r++)
+        if (!(oneRuns && r == y)) ag[size_t(r)]->finish(0);
+      constexpr int kDies = 1, kFound = 4;
+      const int got = rounds(m, ag, uint32_t(n), [&](int round) {
+        if (round == kDies) m.kill(x, y, 0);
+        if (round != kFound) return;
+        for (auto [me, peer] : {std::pair{x, y}, std::pair{y, x}}) {
+          m.at.at({me, peer, 0}).first->pathDown = true;
+          ag[size_t(me)]->setSuspects(0x1);
+          ag[size_t(me)]->widen();
+        }
+      });
+      REQUIRE(got >= 0);
+      CHECK(got - kFound <= 2 * ceilLog2(n) + 3);
+      for (auto& a : ag) {
+        if (oneRuns) {
+          CHECK(a->phase() == Agreement::Phase::Aborted);
+          CHECK(a->agreedVts() == 0x1);
+        } else {
+          CHECK(a->phase() == Agreement::Phase::Committed);
+        }
+      }
+    }
+}
+
+// The hops per call for the doc (docs/failures.md, "Cost"): ./preccl-tests "[.agreement-hops]". The commit
+// (every rank finished at once) along the ring neighbours, as a flood on the dissemination edges, and as
+// scheduled (commitSchedule); an abort one rank starts.
+TEST_CASE("the agreement's hops per call, dissemination against the ring", "[.agreement-hops]") {
+  std::printf("%6s %22s %22s %22s %8s\n", "ranks", "ring: hops, notices", "flood: hops, notices", "scheduled: hops, notices", "abort");
+  for (int n = 8; n <= 1024; n *= 2) {
+    int hops[3];
+    double sent[3];
+    for (int kind = 0; kind < 3; kind++) {
+      Mesh m(n, kind == 0, kind == 1);
+      auto ag = m.agreements();
+      hops[kind] = rounds(m, ag, 1, [&](int round) {
+        if (round == 0)
+          for (auto& a : ag) a->finish(0);
+      });
+      uint64_t total = 0;
+      for (auto& w : m.wires) total += w->take.consumed();
+      sent[kind] = double(total) / n;
+    }
+    Mesh m(n);
+    auto ag = m.agreements();
+    ag[0]->abort();
+    const int abortHops = rounds(m, ag, 1, [](int) {});
+    std::printf("%6d %14d %7.1f %14d %7.1f %14d %7.1f %8d\n", n, hops[0], sent[0], hops[1], sent[1], hops[2], sent[2], abortHops);
+  }
 }

@@ -10,8 +10,35 @@
 
 namespace preccl {
 
+NoticeGraph noticeGraph(int pos, int n) {
+  NoticeGraph g;
+  auto add = [&](std::vector<int>& to, int q) {
+    if (q == pos) return;
+    for (const std::vector<int>* l : {&g.out, &g.in})
+      if (std::find(l->begin(), l->end(), q) != l->end()) return;
+    to.push_back(q);
+  };
+  for (int d = 1; d < n; d *= 2) add(g.out, (pos + d) % n);
+  for (int d = 1; d < n; d *= 2) add(g.in, ((pos - d) % n + n) % n);
+  return g;
+}
+
+std::vector<std::vector<uint64_t>> commitSchedule(int pos, const std::vector<int>& order) {
+  const int n = int(order.size());
+  std::vector<std::vector<uint64_t>> s;
+  for (int d = 1; d < n; d *= 2) {
+    std::vector<uint64_t> need((size_t(n) + 63) / 64, 0);
+    for (int j = 0; j < d; j++) {
+      const int r = order[size_t(((pos - j) % n + n) % n)];
+      need[size_t(r) / 64] |= 1ull << (r % 64);
+    }
+    s.push_back(std::move(need));
+  }
+  return s;
+}
+
 Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-                     bool dropStale, size_t spare, const CommitRecord* last)
+                     bool dropStale, size_t spare, const CommitRecord* last, std::vector<std::vector<uint64_t>> schedule)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
@@ -23,11 +50,35 @@ Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std
       active_(std::min(std::max<size_t>(narrow, 1), firstSpare_)),
       dropStale_(dropStale),
       ranks_((nranks + 63) / 64, 0),
-      last_(last) {}
+      last_(last),
+      schedule_(std::move(schedule)) {
+  if (schedule_.size() != active_) schedule_.clear();  // one per narrow edge, or none
+}
 
-void Agreement::markAll() { std::fill(dirty_.begin(), dirty_.end(), 1); }
+bool Agreement::holds(const std::vector<uint64_t>& ranks) const {
+  for (size_t i = 0; i < ranks.size() && i < ranks_.size(); i++)
+    if ((ranks_[i] & ranks[i]) != ranks[i]) return false;
+  return true;
+}
+
+// Scheduled, a commit marks a narrow edge once, when the set first holds the edge's part of the schedule.
+void Agreement::markAll() {
+  if (schedule_.empty() || phase_ != Phase::Committing) {
+    std::fill(dirty_.begin(), dirty_.end(), 1);
+    return;
+  }
+  for (size_t i = 0; i < schedule_.size(); i++)
+    if (!used_[i] && holds(schedule_[i])) dirty_[i] = 1;
+}
+
+void Agreement::unschedule() {
+  if (schedule_.empty()) return;
+  schedule_.clear();
+  if (phase_ == Phase::Committing) markAll();
+}
 
 void Agreement::widen() {
+  unschedule();
   if (active_ == edges_.size()) return;
   active_ = edges_.size();
   if (phase_ == Phase::Committing || phase_ == Phase::Aborting) markAll();
@@ -47,6 +98,7 @@ void Agreement::setSuspects(uint64_t vts) {
   suspects_ = vts;
   if (phase_ == Phase::Committing && (dead_ | vts) != dead_) {
     dead_ |= vts;
+    schedule_.clear();
     markAll();
   }
 }
@@ -60,6 +112,7 @@ void Agreement::abort() {
   vts_ = suspects_;
   abortNotReady_ = notReady_;
   active_ = edges_.size();  // rare, and it must get through whatever else died
+  schedule_.clear();
   markAll();
 }
 
@@ -78,6 +131,8 @@ bool Agreement::merge(const SlotHdr& h, const char* body) {
     v = noticeDead(h, body);
     uint64_t& second = phase_ == Phase::Aborting ? abortNotReady_ : dead_;
     grew |= (second | v) != second;
+    // A dead path found by a committing rank: passed on everywhere (a rank may wait for bytes lost on it).
+    if (phase_ == Phase::Committing && (second | v) != second) schedule_.clear();
     second |= v;
   }
   for (size_t i = 0; i < words; i++) {

@@ -9,6 +9,8 @@
 //           when its rank joins, so the union is the same on every rank once the set is complete.
 // A rank that has sent a commit never starts an abort (it only joins one), so an attempt that commits
 // anywhere aborts nowhere.
+// The flood's graph decides its latency: a commit goes along the dissemination pattern (noticeGraph), so
+// that it ends ceil(log2 n) hops after the last rank finished; an abort goes on every edge.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,17 +34,37 @@ struct CommitRecord {
   LastCommit view() const { return LastCommit{epoch, attempt, ranks.data(), uint32_t(ranks.size())}; }
 };
 
+// Where one rank's commit notices go and come from, as ring positions: pos + 2^k out and pos - 2^k in,
+// for 2^k < n, each peer once (out first), never pos itself. Every position reaches every other along
+// `out` edges in at most ceil(log2 n) hops (the distance's binary digits), where the ring's neighbours
+// took n/2; a rank sends at most ceil(log2 n) notices each time its set grows.
+struct NoticeGraph {
+  std::vector<int> out, in;
+};
+NoticeGraph noticeGraph(int pos, int n);
+// The dissemination barrier's schedule for the `out` edges of `order[pos]`: edge k (pos + 2^k) gets this
+// rank's commit once it has heard from ring positions pos - 2^k + 1 .. pos, as bit sets of ranks. Sent
+// so, once each, every rank hears from every rank in ceil(log2 n) hops with one notice per edge, where
+// a flood that sends again on every edge whenever its set grows sends ceil(log2 n) times as many.
+std::vector<std::vector<uint64_t>> commitSchedule(int pos, const std::vector<int>& order);
+
 class Agreement {
  public:
   enum class Phase { Running, Committing, Aborting, Committed, Aborted };
-  // `edges`: where notices come from (each once); commits go to the first `narrow` of them (one VT's ring
-  // neighbours: every collective commits, so the flood is kept small) until widen(), aborts to all.
+  // `edges`: where notices come from (each once); commits go to the first `narrow` of them (one VT's
+  // noticeGraph().out edges: every collective commits, so the flood is kept small) until widen(), aborts
+  // to all.
   // `dropStale`: slots of older attempts may be queued (the communicator aborted before) and are dropped
   // unread.
   // The last `spare` edges belong to masked VTs: notices use them only once sent everywhere (an abort,
   // or after widen()), as the way round when every live VT's path died.
+  // `schedule` (commitSchedule, one per narrow edge; empty: none): a commit goes to narrow edge i once,
+  // when the set holds schedule[i], instead of again whenever the set grows. A widened flood, an abort
+  // and a commit that carries dead paths (setSuspects) flood as before: a rank that already sent its
+  // scheduled notices must still pass a dead path on to the ranks that wait.
   Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-            bool dropStale, size_t spare = 0, const CommitRecord* last = nullptr);
+            bool dropStale, size_t spare = 0, const CommitRecord* last = nullptr,
+            std::vector<std::vector<uint64_t>> schedule = {});
 
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
@@ -96,6 +118,8 @@ class Agreement {
   bool sendPending();
   bool allSent() const;
   bool complete() const;
+  bool holds(const std::vector<uint64_t>& ranks) const;
+  void unschedule();
 
   int rank_, nranks_;
   uint64_t epoch_;
@@ -113,6 +137,7 @@ class Agreement {
   uint64_t notReady_ = ~0ull, abortNotReady_ = ~0ull;
   std::vector<uint64_t> ranks_;
   const CommitRecord* last_;
+  std::vector<std::vector<uint64_t>> schedule_;  // empty once the commit floods
 };
 
 }  // namespace preccl
