@@ -252,8 +252,14 @@ class Sim {
         } else {
           v = in[0]->front().vals[j];
         }
-        if (s.reduce) {
-          if (s.src && !v.poison) v = pre(v);
+        if (s.reduce && s.srcLast) {
+          const Val mine = v;
+          v = in[0]->front().vals[j];
+          for (int i = 1; i < s.nrecv; i++) v = combine(v, in[i]->front().vals[j]);
+          v = combine(v, mine);
+          if (s.post && !v.poison) v = post(v);
+        } else if (s.reduce) {
+          if (s.src && !s.srcPlain && !v.poison) v = pre(v);
           for (int i = s.src ? 0 : 1; i < s.nrecv; i++) v = combine(v, in[i]->front().vals[j]);
           if (s.post && !v.poison) v = post(v);
         }

@@ -133,6 +133,15 @@ Matrix treeMatrix(bool large) {
   return m;
 }
 
+// Recursive doubling takes AllReduce calls within one slot (the counts up to 1031); the medium count
+// falls back to the tree's or the ring's.
+Matrix doublingMatrix() {
+  Matrix m;
+  m.colls = {Coll::AllReduce};
+  m.grouped = false;
+  return m;
+}
+
 Matrix withLarge(Matrix m) {
   m.large = true;
   return m;
@@ -161,6 +170,11 @@ TEST_CASE("collectives shm tree", "[collectives][shm][tree]") {
   matrixGroup(3, Transport::Shm, 3, "tree", treeMatrix(true));
   matrixGroup(4, Transport::Shm, 0, "tree", treeMatrix(false));
   matrixGroup(8, Transport::Shm, 2, "tree", treeMatrix(true), 480);
+}
+
+// Powers of two and not (ranks folded in first and served last).
+TEST_CASE("collectives shm doubling", "[collectives][shm][doubling]") {
+  for (int n : {2, 3, 4, 5, 8}) matrixGroup(n, Transport::Shm, n % 3 + 1, "doubling", doublingMatrix(), 480);
 }
 
 // The ring AllReduce's steps against the smallest FIFO: 64 KiB slots, so every piece is the smallest the
@@ -201,6 +215,10 @@ TEST_CASE("collectives socket 8 ranks ring 3 VTs", "[collectives][socket]") {
 TEST_CASE("collectives socket tree", "[collectives][socket][tree]") {
   matrixGroup(3, Transport::Socket, 2, "tree", treeMatrix(true));
   matrixGroup(4, Transport::Socket, 3, "tree", treeMatrix(false));
+}
+
+TEST_CASE("collectives socket doubling", "[collectives][socket][doubling]") {
+  for (int n : {3, 4, 6}) matrixGroup(n, Transport::Socket, 2, "doubling", doublingMatrix());
 }
 
 // ---- CommInitAll: 4 ranks, one process, one thread each (in a forked child: a crash stays there) ----

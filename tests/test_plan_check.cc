@@ -1,11 +1,12 @@
 // The plan checker: every rank's plan of every collective built by the planners alone (plan/, no sockets,
 // no processes, no communicator) and run together by a small symbolic interpreter of the plan format, in
 // which a slot holds the names of the values it carries and FIFOs hold nslots slots. Over n = 1..9 ranks,
-// 1..4 VTs, static, skewed and masked allocations, rail affinity with relays, both algorithms, odd counts,
+// 1..4 VTs, static, skewed and masked allocations, rail affinity with relays, every algorithm, odd counts,
 // in place and out of place, it checks that
 //   - every send has a receive of the same size on the same edge, in the same order, and nothing is left
 //     in a FIFO or waits forever;
-//   - every output element is written exactly once, and nothing outside the outputs;
+//   - every output element is written exactly once (recursive doubling: at least once), and nothing
+//     outside the outputs;
 //   - every output is what the collective means (a copy of the right rank's element, or a reduction of
 //     every rank's element exactly once, each pre-multiplied once and post-divided once at the end);
 //   - a reduction's order of operations depends only on the element's index: the same expression, element
@@ -44,7 +45,7 @@ struct Config {
   int nVTs = 1;
   bool rail = false;
   RelayMode relay = RelayMode::Auto;
-  bool tree = false;
+  PlanAlgo algo = PlanAlgo::Ring;
   size_t count = 1;
   precclDataType_t dtype = precclFloat32;
   bool inPlace = false;
@@ -58,7 +59,7 @@ struct Config {
     std::ostringstream s;
     s << collName(coll) << " n=" << n << " hosts=" << hosts << " vts=" << nVTs << (rail ? " rail" : "")
       << (rail ? (relay == RelayMode::Force ? "(force)" : relay == RelayMode::Off ? "(off)" : "(auto)") : "")
-      << (tree ? " tree" : " ring") << " count=" << count << " " << dtypeName(dtype) << (inPlace ? " in-place" : "")
+      << " " << algoName(algo) << " count=" << count << " " << dtypeName(dtype) << (inPlace ? " in-place" : "")
       << " root=" << root << " live=" << std::hex << (liveMask & 0xf) << std::dec << " alloc=" << alloc << "/" << salt
       << " slot=" << slotBytes << "x" << nslots;
     return s.str();
@@ -66,7 +67,7 @@ struct Config {
   // What must give the same reduction order: everything but the split over VTs and paths.
   std::string orderKey() const {
     std::ostringstream s;
-    s << int(coll) << "/" << n << "/" << hosts << "/" << (tree ? 1 : 0) << "/" << count << "/" << int(dtype) << "/" << root;
+    s << int(coll) << "/" << n << "/" << hosts << "/" << int(algo) << "/" << count << "/" << int(dtype) << "/" << root;
     return s.str();
   }
 };
@@ -217,7 +218,7 @@ struct Checker {
       v.relay = c.relay;
       v.liveMask = c.liveMask;
       Decision d;
-      d.tree = c.tree;
+      d.algo = c.algo;
       const CctArgs& a = calls[size_t(r)].args;
       if (c.coll == Coll::SendRecv) {
         // Both ends split an operation alike (core/decide.cc: the same shares for the same size).
@@ -244,7 +245,8 @@ struct Checker {
         for (size_t i = 0; i < b.val.size(); i++) {
           const bool isOut = i >= b.outFirst && i < b.outFirst + b.outCount;
           const int w = b.writes[i];
-          if (isOut && w != 1) return fmt::format("rank {}: output element {} written {} times", r, i - b.outFirst, w);
+          // Recursive doubling keeps its partial results in the output (once per exchange).
+          if (isOut && (c.algo == PlanAlgo::Doubling ? w < 1 : w != 1)) return fmt::format("rank {}: output element {} written {} times", r, i - b.outFirst, w);
           // An in-place rank's own block may be written onto itself (AllGather, Gather); nothing else.
           if (!isOut && w != 0) return fmt::format("rank {}: element {} of buffer {} outside the output written {} times", r, i, which, w);
         }
@@ -309,19 +311,21 @@ void forEachConfig(const std::function<void(const Config&)>& fn) {
       for (int hosts : std::set<int>{1, 2, 3, n}) {
         if (hosts > n) continue;
         const bool rooted = collRooted(coll);
-        const bool treeable = collRow(coll).tree != nullptr;
-        for (bool tree : {false, true}) {
-          if (tree && !treeable) continue;
+        const CollRow& row = collRow(coll);
+        for (PlanAlgo algo : {PlanAlgo::Ring, PlanAlgo::Tree, PlanAlgo::Doubling}) {
+          if ((algo == PlanAlgo::Tree && !row.tree) || (algo == PlanAlgo::Doubling && !row.doubling)) continue;
           for (size_t count : {size_t(1), size_t(77), size_t(4099)}) {
             if (count == 4099 && n > 5 && hosts != 1) continue;  // the large odd count on a few layouts
             for (int alloc = 0; alloc < 3; alloc++)
               for (int vts = 1; vts <= 4; vts++) {
                 Config c;
-                c.coll = coll, c.n = n, c.hosts = hosts, c.tree = tree, c.count = count, c.alloc = alloc, c.nVTs = vts;
+                c.coll = coll, c.n = n, c.hosts = hosts, c.algo = algo, c.count = count, c.alloc = alloc, c.nVTs = vts;
                 c.root = rooted ? (n - 1) / 2 : 0;
                 c.inPlace = (vts + alloc) % 2 == 1;
                 c.dtype = vts == 3 ? precclFloat64 : precclFloat32;
                 c.slotBytes = alloc == 1 ? 64 : 256;
+                // Doubling runs a call within one slot only (core/decide.cc).
+                if (algo == PlanAlgo::Doubling) c.slotBytes = std::max<size_t>(c.slotBytes, (count * dtypeSize(c.dtype) + 63) / 64 * 64);
                 c.nslots = vts == 2 ? 4 : 2;
                 c.salt = n + vts;
                 if (vts >= 2 && alloc == 2) c.liveMask = ~(1ull << (n % vts));  // one VT masked

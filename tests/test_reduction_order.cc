@@ -78,6 +78,11 @@ TEST_CASE("float reductions do not depend on the allocation: ring", "[order]") {
   orderGroup(3, Transport::Socket, "ring");
 }
 
+TEST_CASE("float reductions do not depend on the allocation: doubling", "[order]") {
+  orderGroup(5, Transport::Shm, "doubling");
+  orderGroup(3, Transport::Socket, "doubling");
+}
+
 TEST_CASE("float reductions do not depend on the allocation: tree", "[order]") {
   orderGroup(4, Transport::Shm, "tree");
   orderGroup(3, Transport::Socket, "tree");

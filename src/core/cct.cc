@@ -97,7 +97,7 @@ void planAttempt(precclComm* comm, const CctArgs& a, const Decision& d, Plan* pl
   const uint64_t t0 = timed ? nowNs() : 0;
   planCct(planView(comm), a, d, plan);
   if (timed) comm->lastPlanNs = nowNs() - t0;
-  if (plan->tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
+  if (plan->algo == PlanAlgo::Tree) sizeSocketBuffers(comm, static_cast<int>(allocKey(comm, a, true).wireNum));
 }
 
 precclResult_t bindAttempt(precclComm* comm, const CctArgs& a, const Plan& plan, Bound* b) {

@@ -23,6 +23,7 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   if (c->socketBuffer < -1 || c->socketBuffer > (1ll << 30))
     return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_SOCKET_BUFFER={} is not in 0..1G", c->socketBuffer);
   c->treeMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("TREE_MAX_BYTES", 64 * 1024)));
+  c->smallMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("SMALL_MAX_BYTES", 64 * 1024)));
   c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;
   c->retry = envInt("RETRY", 1) != 0;
   c->detectMs = static_cast<uint32_t>(std::clamp<int64_t>(envInt("DETECT_MS", kDetectMsDefault), 50, 600000));
@@ -30,7 +31,8 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   if (algo.empty()) c->algo = Algo::Auto;
   else if (algo == "ring" || algo == "Ring") c->algo = Algo::Ring;
   else if (algo == "tree" || algo == "Tree") c->algo = Algo::Tree;
-  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_ALGO={} is not ring or tree", algo);
+  else if (algo == "doubling" || algo == "Doubling") c->algo = Algo::Doubling;
+  else return PRECCL_ERR(nullptr, precclInvalidArgument, "PRECCL_ALGO={} is not ring, tree or doubling", algo);
   std::string affinity = envString("NIC_AFFINITY", "all");
   if (affinity == "all") c->railAffinity = false;
   else if (affinity == "rail") c->railAffinity = true;

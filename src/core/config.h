@@ -12,7 +12,7 @@ namespace preccl {
 
 constexpr int kMaxVtsConfig = 32;
 
-enum class Algo { Auto, Ring, Tree };
+enum class Algo { Auto, Ring, Tree, Doubling };
 
 struct Config {
   bool blocking = true;
@@ -22,8 +22,12 @@ struct Config {
   uint32_t nslots = 8;               // PRECCL_NSLOTS
   uint32_t slotBytes = 512 * 1024;   // PRECCL_SLOT_BYTES
   int64_t socketBuffer = -1;         // PRECCL_SOCKET_BUFFER: > 0 fixed, 0 kernel's, -1 follows the rate
-  Algo algo = Algo::Auto;            // PRECCL_ALGO=ring|tree
+  Algo algo = Algo::Auto;            // PRECCL_ALGO=ring|tree|doubling
   size_t treeMaxBytes = 64 * 1024;   // PRECCL_TREE_MAX_BYTES: Auto uses the tree below this
+  // PRECCL_SMALL_MAX_BYTES: calls up to this size take the small-message path (docs/settings.md):
+  // recursive doubling without the policy (within one slot, where the collective has it), and the
+  // calling thread drives its sockets.
+  size_t smallMaxBytes = 64 * 1024;
   PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY
   bool checkAlloc = false;           // PRECCL_CHECK_ALLOC=1: every slot carries the allocation digest
   bool retry = true;                 // PRECCL_RETRY=0: a failed path fails the call (no commit, abort, retry)

@@ -29,12 +29,18 @@ Allocation sendAllocation(const precclComm* comm, const AllocRequest& req, int s
 
 }  // namespace
 
-bool useTree(const precclComm* comm, const CctArgs& a) {
+PlanAlgo chooseAlgo(const precclComm* comm, const CctArgs& a) {
   const CollRow& row = collRow(a.coll);
-  if (!row.tree || comm->cfg.algo == Algo::Ring) return false;
-  if (comm->cfg.algo == Algo::Tree) return true;
+  const size_t bytes = a.count * dtypeSize(a.dtype);
+  const Algo want = comm->cfg.algo;
+  // Within one slot the fewest hops win (Auto and Doubling): no policy either, the call is latency.
+  if (row.doubling && (want == Algo::Auto || want == Algo::Doubling) && comm->nranks > 1 && bytes > 0 &&
+      bytes <= std::min<size_t>(comm->cfg.smallMaxBytes, comm->slotBytes))
+    return PlanAlgo::Doubling;
+  if (!row.tree || want == Algo::Ring) return PlanAlgo::Ring;
+  if (want == Algo::Tree) return PlanAlgo::Tree;
   // Auto: the tree's log(n) latency wins for small calls; the ring's bandwidth for the rest.
-  return row.autoTree && comm->nranks > 2 && a.count * dtypeSize(a.dtype) <= comm->cfg.treeMaxBytes;
+  return row.autoTree && comm->nranks > 2 && bytes <= comm->cfg.treeMaxBytes ? PlanAlgo::Tree : PlanAlgo::Ring;
 }
 
 AllocKey allocKey(const precclComm* comm, const CctArgs& a, bool tree) {
@@ -67,16 +73,17 @@ Decision decideCct(precclComm* comm, const CctArgs& a) {
     }
     return d;
   }
-  d.tree = useTree(comm, a);
+  d.algo = chooseAlgo(comm, a);
   const bool timed = comm->traceFd >= 0;  // the clock reads are for the trace: none on the common path
   const uint64_t t0 = timed ? nowNs() : 0;
   AllocRequest req;
   req.count = a.count;
   req.elemBytes = esz;
   req.nVTs = comm->nVTs;
-  if (!row.shifts || comm->cfg.policy == PolicyKind::Static) d.al = equalAllocation(req, comm->liveMask);
+  if (d.algo == PlanAlgo::Doubling) d.al = equalAllocation(req, comm->liveMask & -comm->liveMask);  // the lowest live VT
+  else if (!row.shifts || comm->cfg.policy == PolicyKind::Static) d.al = equalAllocation(req, comm->liveMask);
   else
-    d.al = decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, d.tree), comm->haveTele ? &comm->tele : nullptr,
+    d.al = decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, d.algo == PlanAlgo::Tree), comm->haveTele ? &comm->tele : nullptr,
                   comm->liveMask);
   if (timed) comm->lastDecideNs = nowNs() - t0;
   return d;
@@ -106,7 +113,7 @@ bool estimateCctNs(precclComm* comm, const CctArgs& a, uint64_t* ns) {
       if (op.isSend) count += op.count * dtypeSize(a.dtype);
   }
   if (count == 0 || comm->nranks == 1) return true;  // nothing crosses a VT
-  const bool tree = !p2p && useTree(comm, a);
+  const bool tree = !p2p && chooseAlgo(comm, a) == PlanAlgo::Tree;
   AllocRequest req;
   req.count = count;
   req.elemBytes = p2p ? 1 : dtypeSize(a.dtype);

@@ -11,8 +11,8 @@ struct precclComm;
 
 namespace preccl {
 
-// The tree algorithm for this call (PRECCL_ALGO, or Auto's size rule where the collective has one).
-bool useTree(const precclComm* comm, const CctArgs& a);
+// This call's algorithm (PRECCL_ALGO, or Auto's size rules where the collective has the algorithms).
+PlanAlgo chooseAlgo(const precclComm* comm, const CctArgs& a);
 // What this call's policy keys are: its collective, algorithm and bytes on the wire per element.
 AllocKey allocKey(const precclComm* comm, const CctArgs& a, bool tree);
 // The decision for one attempt under the current mask.

@@ -52,7 +52,7 @@ void traceCct(precclComm* comm, const CctArgs& a, const Decision& d, const Plan&
   std::string line = fmt::format(
       "{{\"rank\":{},\"epoch\":{},\"coll\":\"{}\",\"algo\":\"{}\",\"policy\":\"{}\",\"count\":{},\"type\":\"{}\","
       "\"telemetryEpoch\":{},\"decideNs\":{},\"planNs\":{},\"execNs\":{},\"attempts\":{},\"vts\":[{}]}}\n",
-      comm->rank, comm->epoch, collName(a.coll), plan.tree ? "tree" : "ring", policyName(comm->cfg.policy), a.count,
+      comm->rank, comm->epoch, collName(a.coll), algoName(plan.algo), policyName(comm->cfg.policy), a.count,
       dtypeName(a.dtype), comm->haveTele ? static_cast<int64_t>(comm->tele.epoch) : -1, comm->lastDecideNs,
       comm->lastPlanNs, comm->lastExecNs, comm->lastAttempts, vts);
   ssize_t r = write(comm->traceFd, line.data(), line.size());

@@ -146,15 +146,25 @@ template <class Lanes> PRECCL_HD void move(Lanes& lanes, const Run& r, const Ste
   for (size_t done = 0; done < piece;) {
     const size_t left = piece - done, contiguous = s.runFrom(off + done);
     const size_t run = contiguous < left ? contiguous : left, mem = s.memOffset(off + done);
-    const void* in[2];
+    const void* in[3];
     for (int i = 0; i < s.nrecv; i++) in[i] = r.recv[s.recv[i]]->slot() + done;
     void* outs[3];
     int nout = 0;
     if (s.dst) outs[nout++] = s.dst + mem;
     for (int i = 0; i < s.nsend; i++) outs[nout++] = r.send[s.send[i]]->slot() + done;
     const char* src = s.src ? s.src + mem : nullptr;
-    if (s.reduce) lanes.reduceCopy(r.op, r.dtype, r.esz, run / r.esz, src, in, s.nrecv, outs, nout, s.post);
-    else lanes.copy(src ? src : in[0], outs, nout, run);
+    if (s.reduce && (s.srcPlain || s.srcLast)) {
+      // src is a partial result: no pre-multiply, and first or last as the step says.
+      RedOp op = r.op;
+      op.preMul = false;
+      int nin = s.nrecv;
+      if (s.srcLast) in[nin++] = src;
+      lanes.reduceCopy(op, r.dtype, r.esz, run / r.esz, s.srcLast ? nullptr : src, in, nin, outs, nout, s.post);
+    } else if (s.reduce) {
+      lanes.reduceCopy(r.op, r.dtype, r.esz, run / r.esz, src, in, s.nrecv, outs, nout, s.post);
+    } else {
+      lanes.copy(src ? src : in[0], outs, nout, run);
+    }
     done += run;
   }
 }

@@ -44,7 +44,7 @@ struct PlanView {
 };
 
 struct Decision {
-  bool tree = false;             // the tree algorithm (else the ring's)
+  PlanAlgo algo = PlanAlgo::Ring;
   Allocation al;                 // each VT's element range of the collective
   std::vector<Allocation> ops;   // SendRecv: each operation's split of its bytes over the VTs, in call order
 };

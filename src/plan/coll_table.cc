@@ -29,7 +29,7 @@ WireBytes wireAlltoAll(int n, bool, int hostRanks) { return {uint32_t((n - 1) * 
 // A ring AllReduce whose range holds a part of every chunk (n-1 hops of cumulative maxima), a tree
 // AllReduce with any bytes (up to the root, whose last slots down hold everything).
 bool carriesAllReduce(const CarryQuery& q) {
-  if (q.tree) return q.range.count > 0;
+  if (q.algo == PlanAlgo::Tree) return q.range.count > 0;
   return ringEveryChunk(q.range.offset, q.range.count, q.nranks, ringBlockElems(dtypeSize(q.args->dtype)));
 }
 bool carriesAnyBytes(const CarryQuery& q) { return q.range.count > 0; }  // a ring AllGather or ReduceScatter
@@ -60,16 +60,16 @@ size_t overwritesNothing(const CctArgs&, int, int) { return 0; }
 
 // In the enum's order (base/coll.h).
 constexpr CollRow kRows[kNumColls] = {
-    // coll, collective, ring, tree, autoTree, shifts, wire, carries, overwrites, stagesInPlace
-    {Coll::AllReduce, true, planRingAllReduce, planTreeAllReduce, true, true, wireAllReduce, carriesAllReduce, overwritesAllReduce, false},
-    {Coll::Broadcast, true, planRingBroadcast, planTreeBroadcast, false, true, wireBroadcast, carriesTail, overwritesNothing, false},
-    {Coll::Reduce, true, planRingReduce, planTreeReduce, false, true, wireOnce, carriesTail, overwritesReduce, false},
-    {Coll::AllGather, true, planRingAllGather, nullptr, false, true, wireToAll, carriesAnyBytes, overwritesNothing, false},
-    {Coll::ReduceScatter, true, planRingReduceScatter, nullptr, false, true, wireToAll, carriesAnyBytes, overwritesReduceScatter, false},
-    {Coll::AlltoAll, true, planAlltoAll, nullptr, false, true, wireAlltoAll, carriesSenders, overwritesNothing, true},
-    {Coll::Gather, true, planGather, nullptr, false, false, wireToAll, carriesNothing, overwritesNothing, false},
-    {Coll::Scatter, true, planScatter, nullptr, false, false, wireToAll, carriesNothing, overwritesNothing, false},
-    {Coll::SendRecv, false, planSendRecv, nullptr, false, false, wireToAll, carriesNothing, overwritesNothing, false},
+    // coll, collective, ring, tree, autoTree, doubling, shifts, wire, carries, overwrites, stagesInPlace
+    {Coll::AllReduce, true, planRingAllReduce, planTreeAllReduce, true, planDoublingAllReduce, true, wireAllReduce, carriesAllReduce, overwritesAllReduce, false},
+    {Coll::Broadcast, true, planRingBroadcast, planTreeBroadcast, false, nullptr, true, wireBroadcast, carriesTail, overwritesNothing, false},
+    {Coll::Reduce, true, planRingReduce, planTreeReduce, false, nullptr, true, wireOnce, carriesTail, overwritesReduce, false},
+    {Coll::AllGather, true, planRingAllGather, nullptr, false, nullptr, true, wireToAll, carriesAnyBytes, overwritesNothing, false},
+    {Coll::ReduceScatter, true, planRingReduceScatter, nullptr, false, nullptr, true, wireToAll, carriesAnyBytes, overwritesReduceScatter, false},
+    {Coll::AlltoAll, true, planAlltoAll, nullptr, false, nullptr, true, wireAlltoAll, carriesSenders, overwritesNothing, true},
+    {Coll::Gather, true, planGather, nullptr, false, nullptr, false, wireToAll, carriesNothing, overwritesNothing, false},
+    {Coll::Scatter, true, planScatter, nullptr, false, nullptr, false, wireToAll, carriesNothing, overwritesNothing, false},
+    {Coll::SendRecv, false, planSendRecv, nullptr, false, nullptr, false, wireToAll, carriesNothing, overwritesNothing, false},
 };
 
 static_assert([] {
@@ -124,7 +124,10 @@ const CollRow& collRow(Coll c) { return kRows[static_cast<int>(c)]; }
 void planCct(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan) {
   const CollRow& row = collRow(a.coll);
   plan->coll = a.coll;
-  plan->tree = d.tree && row.tree != nullptr;
+  const Planner planner = d.algo == PlanAlgo::Doubling && row.doubling ? row.doubling
+                          : d.algo == PlanAlgo::Tree && row.tree   ? row.tree
+                                                                   : row.ring;
+  plan->algo = planner == row.doubling ? PlanAlgo::Doubling : planner == row.tree ? PlanAlgo::Tree : PlanAlgo::Ring;
   plan->dtype = a.dtype;
   plan->esz = dtypeSize(a.dtype);
   plan->op = a.op;
@@ -132,7 +135,7 @@ void planCct(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan)
     plan->digest = d.al.digest() ^ static_cast<uint32_t>(a.coll) * 0x9e3779b9u ^ static_cast<uint32_t>(a.root);
     plan->checkDigest = v.checkDigest;
   }
-  (plan->tree ? row.tree : row.ring)(v, a, d, plan);
+  planner(v, a, d, plan);
   dropMaskedTasks(v, plan);
   if (row.collective) settleCuts(v, plan);
 }

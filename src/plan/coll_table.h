@@ -23,7 +23,7 @@ struct WireBytes {
 // from the cut on its own records): asked by the pipeline after the CCT (core/settle.cc).
 struct CarryQuery {
   int nranks = 1;
-  bool tree = false;
+  PlanAlgo algo = PlanAlgo::Ring;
   const CctArgs* args = nullptr;
   VtRange range;  // the VT's range in this CCT
   int vt = 0;
@@ -41,6 +41,7 @@ struct CollRow {
   Planner ring;      // the ring's (or the only) planner
   Planner tree;      // the tree's; null where there is none
   bool autoTree;     // PRECCL_ALGO=auto takes the tree below Config::treeMaxBytes
+  Planner doubling;  // recursive doubling, for a call within one slot; null where there is none
   bool shifts;       // the policies move its ranges between VTs (else the equal split)
   WireBytes (*wire)(int nranks, bool tree, int hostRanks);
   bool (*carries)(const CarryQuery& q);

@@ -2,6 +2,15 @@
 
 namespace preccl {
 
+const char* algoName(PlanAlgo a) {
+  switch (a) {
+    case PlanAlgo::Ring: return "ring";
+    case PlanAlgo::Tree: return "tree";
+    case PlanAlgo::Doubling: return "doubling";
+  }
+  return "?";
+}
+
 const char* primName(Prim p) {
   switch (p) {
     case Prim::Copy: return "copy";

@@ -27,6 +27,13 @@ struct EdgeName {
 };
 
 // What a Step does, in NCCL's words: its shape's name (primOf). Planners write steps through plan/steps.h.
+// The algorithms a collective may run (plan/coll_table.h names each collective's planner of each).
+//   Ring:     bandwidth: every VT's range around the ring (chains for the rooted collectives).
+//   Tree:     log n latency with pipelining: the double binary tree.
+//   Doubling: the fewest hops for a call within one slot: recursive doubling on one VT, no policy.
+enum class PlanAlgo : uint8_t { Ring, Tree, Doubling };
+const char* algoName(PlanAlgo a);
+
 enum class Prim : uint8_t {
   Copy,                // src -> dst
   ReduceCopy,          // pre(src) -> dst, post (a reduction on one rank)
@@ -53,6 +60,10 @@ struct Step : StrideMap {
   size_t bytes = 0;
   bool reduce = false;         // combine with the op (else copy)
   bool post = false;           // apply the op's post-division (Avg) to the result
+  // The reduction's operand order and pre-multiply: by default pre(src) (+) recv...; `srcPlain`: src (+)
+  // recv... (src is a partial result, already pre-multiplied); `srcLast`: recv... (+) src, src plain.
+  // Recursive doubling needs both so that the two ranks of a pair compute the same expression.
+  bool srcPlain = false, srcLast = false;
   bool headerOnly = false;     // one slot of no bytes (Prim::Header)
   // A relay's forward: another rank's slots, passed on with the telemetry they came with and counted as
   // relayed bytes; with `relayIsSend` also as this rank's sends (AlltoAll, where a VT's owner sends its
@@ -86,7 +97,7 @@ struct Task {
 
 struct Plan {
   Coll coll = Coll::AllReduce;
-  bool tree = false;
+  PlanAlgo algo = PlanAlgo::Ring;  // whose planner made it
   precclDataType_t dtype = precclFloat;
   size_t esz = 4;
   RedOp op;

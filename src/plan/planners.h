@@ -19,6 +19,8 @@ void planRingReduce(const PlanView& v, const CctArgs& a, const Decision& d, Plan
 void planTreeAllReduce(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan);
 void planTreeBroadcast(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan);
 void planTreeReduce(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan);
+// plan/doubling.cc: recursive doubling, for a call within one slot.
+void planDoublingAllReduce(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan);
 // plan/alltoall.cc: every rank to every rank (AlltoAll; `sendbuff` may be a staging copy), and to or from
 // a root (Gather, Scatter).
 void planAlltoAll(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan);
