@@ -7,23 +7,45 @@
 #include "core/debug.h"
 #include "core/probe.h"
 #include "plan/coll_table.h"
+#include "reduce/dtype.h"
 
 namespace preccl {
 
 namespace {
 
-// The ring neighbours' edges on the live VTs (`live`) or on the masked ones, the lowest VT's first: every
-// rank reaches every other through them on any one VT.
-std::vector<Conn*> notifyEdges(precclComm* comm, bool live) {
+// The edges the agreement's notices travel on besides the plan's. Live: the lowest live VT's to its
+// noticeGraph peers, the `out` ones first (the narrow set a commit goes to, returned in *narrow, with its
+// commitSchedule when every out edge is there), then every live VT's ring neighbours (the ways round a
+// dead path once a flood widens). Masked (`live` false): the masked VTs' ring neighbours (the spare edges).
+std::vector<Conn*> notifyEdges(precclComm* comm, bool live, size_t* narrow = nullptr,
+                               std::vector<std::vector<uint64_t>>* schedule = nullptr) {
   std::vector<Conn*> e;
-  const int next = comm->topo.ringNext(comm->rank), prev = comm->topo.ringPrev(comm->rank);
-  for (int v = 0; v < comm->nVTs; v++) {
-    if (isLive(comm->liveMask, v) != live) continue;
-    for (int peer : {next, prev})
-      if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
-        e.push_back(c);
+  auto add = [&](int peer, int v) {
+    if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
+      e.push_back(c);
+  };
+  const Topology& t = comm->topo;
+  if (live && comm->liveMask != 0) {
+    const int v0 = __builtin_ctzll(comm->liveMask);  // < nVTs: a mask never takes every VT
+    const NoticeGraph g = noticeGraph(t.posOf[comm->rank], comm->nranks);
+    for (int p : g.out) add(t.order[p], v0);
+    // The ring's next is the first out edge: missing edges cost hops, never the flood's reach.
+    add(t.ringNext(comm->rank), v0);
+    if (narrow) *narrow = e.size();
+    if (schedule && e.size() == g.out.size()) *schedule = commitSchedule(t.posOf[comm->rank], t.order);
+    for (int p : g.in) add(t.order[p], v0);
   }
+  for (int v = 0; v < comm->nVTs; v++)
+    if (isLive(comm->liveMask, v) == live)
+      for (int peer : {t.ringNext(comm->rank), t.ringPrev(comm->rank)}) add(peer, v);
   return e;
+}
+
+// Small enough for the caller's thread to drive its sockets (ExecCtx::drive).
+bool smallCall(const precclComm* comm, const CctArgs& a) {
+  size_t bytes = a.count * dtypeSize(a.dtype);
+  for (const P2POp& op : a.p2p) bytes = std::max(bytes, op.count * dtypeSize(a.dtype));
+  return bytes <= comm->cfg.smallMaxBytes;
 }
 
 // What the executor gets of the communicator for one attempt.
@@ -48,11 +70,10 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.liveMask = comm->liveMask;
   ctx.detectMs = comm->cfg.detectMs;
   ctx.lastCommit = &comm->lastCommit;
+  ctx.drive = !comm->cfg.lanes && !c.onDevice && smallCall(comm, c.a);
   if (c.agree) {
-    ctx.notify = notifyEdges(comm, true);
+    ctx.notify = notifyEdges(comm, true, &ctx.notifyNarrow, &ctx.commitSchedule);
     ctx.spare = notifyEdges(comm, false);
-    const bool oneNeighbour = comm->topo.ringNext(comm->rank) == comm->topo.ringPrev(comm->rank);
-    ctx.notifyNarrow = std::min<size_t>(ctx.notify.size(), oneNeighbour ? 1 : 2);
     ctx.report = [comm] {
       probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
       return maskedNotReady(comm);

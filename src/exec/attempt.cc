@@ -37,7 +37,7 @@ Agreement makeAgreement(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> edges = agreementEdges(ctx, b);
   const size_t spare = size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
   return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notifyNarrow, ctx.dropStale, spare,
-                   ctx.lastCommit);
+                   ctx.lastCommit, ctx.commitSchedule);
 }
 
 bool recvBlocked(const Conn& c) {
@@ -95,6 +95,15 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
   r.startNs = nowNs();
   if (ctx.lastCommit) r.last = ctx.lastCommit->view();
   for (Conn* c : b.staged) staged_.emplace_back(c, c->send.released());
+  std::vector<Transport*> owners;
+  auto own = [&](const Conn* c) {
+    if (c && c->owner && std::find(owners.begin(), owners.end(), c->owner) == owners.end()) owners.push_back(c->owner);
+  };
+  for (const Conn* c : b.conns) own(c);
+  for (const Conn* c : agree_.edges()) own(c);
+  if (ctx.drive) drivers_ = std::move(owners);
+  else
+    for (Transport* t : owners) t->driving(false);  // an earlier small call left the sockets with this thread
   // A path found silent in an earlier attempt is looked at again now: the flag keeps the agreement's notices
   // off the edge (Agreement::allSent), and nothing else refreshes it before this attempt's first look.
   for (Conn* e : agree_.edges())
@@ -316,9 +325,30 @@ const char* Attempt::phaseName() const {
   }
 }
 
+void Attempt::driving(bool on) {
+  for (Transport* t : drivers_) t->driving(on);
+}
+
+// This thread's turn at the sockets: the edges a task waits on and the staged ones with slots to hand
+// over, and once the tasks are done the agreement's.
+bool Attempt::drive() {
+  bool moved = false;
+  findBlocked([&](Conn* e) {
+    if (e->owner) moved |= e->owner->drive(*e);
+    return false;
+  });
+  if (agree_.phase() != Agreement::Phase::Running)
+    for (Conn* e : agree_.edges())
+      if (e->owner) moved |= e->owner->drive(*e);
+  return moved;
+}
+
 precclResult_t Attempt::loop(bool hostTasks) {
   uint64_t lastMoveNs = nowNs(), lastLookNs = lastMoveNs;
   int idle = 0;
+  // The sockets stay with this thread after the call (the next small call drives them again at once);
+  // a call that does not drive, or this thread's sleep, gives them back to the progress thread.
+  driving(true);
   for (;;) {
     const uint32_t seen = ctx_.bell->seq.load(std::memory_order_seq_cst);
     bool moved = false, all = true;
@@ -345,6 +375,7 @@ precclResult_t Attempt::loop(bool hostTasks) {
       }
       if (agree_.phase() == Agreement::Phase::Aborted) return agreedAbort();
     }
+    if (!moved && !drivers_.empty()) moved = drive();
     if (moved) {
       idle = 0;
       continue;
@@ -353,12 +384,19 @@ precclResult_t Attempt::loop(bool hostTasks) {
     if (agree_.phase() == Agreement::Phase::Running && brokenEdge(false) != precclSuccess) return fault_->code;
     // Spin briefly (the peer is usually about to move), then yield, then sleep on the bell.
     idle++;
-    if (idle < 64) continue;
+    if (idle < 64) {
+      // A driving thread polls its sockets, and lets another process have the core between looks: on a
+      // host with more ranks than cores the peer it waits for may need it.
+      if (!drivers_.empty()) sched_yield();
+      continue;
+    }
     if (idle < 96) {
       sched_yield();
       continue;
     }
+    driving(false);
     bellWait(ctx_.bell, seen, 20000);
+    driving(true);
     const uint64_t now = nowNs();
     if (now - lastLookNs > kLookNs) {
       lastLookNs = now;

@@ -56,6 +56,8 @@ class Attempt {
   Conn* checkPaths();
   precclResult_t agreedAbort();
   const char* phaseName() const;
+  void driving(bool on);
+  bool drive();
 
   const ExecCtx& ctx_;
   const Plan& plan_;
@@ -68,6 +70,7 @@ class Attempt {
   std::vector<std::pair<Conn*, uint64_t>> staged_;  // the staged edges, with the head last seen
   uint64_t suspects_ = 0;  // VTs with a dead path among the agreement's edges, at the last look
   int lastBlocked_ = -1;   // the task the host runner saw blocked last (for messages)
+  std::vector<Transport*> drivers_;  // the edges' transports, while this thread drives them (ExecCtx::drive)
 };
 
 // Why a CCT fails on an edge it still needs whose transport failed it or whose peer closed it.

@@ -46,14 +46,15 @@ struct ExecCtx {
   // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
   // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
   // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
-  // `notify`: the ring neighbours' edges on the live VTs, which the agreement's notices travel on besides
-  // the plan's own edges. `detectMs`: a path with nothing acknowledged for this long is dead.
+  // `notify`: the edges the agreement's notices travel on besides the plan's own (the lowest live VT's
+  // noticeGraph edges, then the live VTs' ring neighbours). `detectMs`: a path with nothing acknowledged for this long is dead.
   bool agree = false;
   uint32_t attempt = 0;
   bool dropStale = false;
   uint64_t liveMask = ~0ull;
   std::vector<Conn*> notify;
   size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
+  std::vector<std::vector<uint64_t>> commitSchedule;  // when each of them gets it (exec/agreement.h)
   // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
   // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
   std::vector<Conn*> spare;
@@ -64,6 +65,9 @@ struct ExecCtx {
   std::function<uint64_t()> report;
   // The attempt this rank committed last, for a peer still committing it (exec/agreement.h).
   const CommitRecord* lastCommit = nullptr;
+  // A small call on the host runner: its thread moves the bytes of the edges it waits on itself
+  // (Transport::drive) until it sleeps, where a progress thread's hop would cost more than the bytes.
+  bool drive = false;
 };
 
 // What a run leaves for the telemetry (core/settle.cc), per VT: this CCT's records from the cut on, the

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -97,6 +98,7 @@ void Proxy::add(int fd, Conn* conn, uint32_t nslots, size_t slotBytes) {
   conn->recv.attach(in, proxy);
   s->out.attach(out, executor);
   s->in.attach(in, executor);
+  byConn_[conn] = s.get();
   socks_.push_back(std::move(s));
 }
 
@@ -252,6 +254,12 @@ void Proxy::replace(Conn* conn, int fd, bool dialed) {
   for (auto& q : socks_)
     if (q->conn == conn) s = q.get();
   if (!s) return closeFd(fd);
+  // A driving executor may be at this socket (a spare edge's notices): the switch waits for it.
+  while (s->busy.exchange(true, std::memory_order_acquire)) sched_yield();
+  struct Release {
+    Sock* s;
+    ~Release() { s->busy.store(false, std::memory_order_release); }
+  } release{s};
   if (prepare_) prepare_(fd);
   setNonBlocking(fd);
   int old = s->fd.load(std::memory_order_relaxed);
@@ -292,6 +300,38 @@ void Proxy::redialTick() {
   drainRetired();
 }
 
+bool Proxy::pumpBoth(Sock& s) {
+  if (s.busy.exchange(true, std::memory_order_acquire)) return false;
+  const bool moved = pumpSend(s) | pumpRecv(s);
+  s.busy.store(false, std::memory_order_release);
+  return moved;
+}
+
+void Proxy::driving(bool on) {
+  if (on) {
+    driven_.store(1, std::memory_order_seq_cst);
+    return;
+  }
+  // The proxy waits on its eventfd while driven: wake it to take the sockets back.
+  if (driven_.exchange(0, std::memory_order_seq_cst) == 0) return;
+  uint64_t one = 1;
+  ssize_t r = write(efd_, &one, sizeof(one));
+  (void)r;
+}
+
+bool Proxy::drive(const Conn* conn) {
+  auto it = byConn_.find(conn);
+  if (it == byConn_.end()) return false;
+  Sock& s = *it->second;
+  if (s.busy.exchange(true, std::memory_order_acquire)) return false;
+  // Its flags may be stale: the proxy saw the last readiness edges, not this thread. Trying costs one
+  // syscall each way; only an EAGAIN clears a flag, and the next edge sets it again.
+  if (!s.failed) s.readable = s.writable = true;
+  const bool moved = pumpSend(s) | pumpRecv(s);
+  s.busy.store(false, std::memory_order_release);
+  return moved;
+}
+
 bool Proxy::actionable(Sock& s) {
   if (s.failed) return false;
   return (s.writable && s.out.ready()) || (s.readable && s.in.hasRoom());
@@ -301,11 +341,22 @@ void Proxy::run() {
   epoll_event events[64];
   while (!stop_.load()) {
     if (redial_) redialTick();
-    bool moved = false;
-    for (auto& s : socks_) {
-      moved |= pumpSend(*s);
-      moved |= pumpRecv(*s);
+    if (driven_.load(std::memory_order_seq_cst)) {
+      // The executor drives the sockets, and keeps them between its small calls: wait for it to give them
+      // back. At each redial tick every socket gets a pass (a masked VT's probes, published during a
+      // call on edges the call does not drive).
+      pollfd p{efd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(kRedialTickNs / 1000000)) > 0) {
+        uint64_t v;
+        ssize_t r = read(efd_, &v, sizeof(v));
+        (void)r;
+      } else {
+        for (auto& s : socks_) pumpBoth(*s);
+      }
+      continue;
     }
+    bool moved = false;
+    for (auto& s : socks_) moved |= pumpBoth(*s);
     if (moved) continue;
     // Announce the sleep, then look once more: a producer that published before seeing the flag is caught
     // here, one that publishes after it writes the eventfd.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/doorbell.h"
@@ -43,6 +44,11 @@ class Proxy {
   // what arrives meanwhile (docs/architecture.md, "Shutting a connection down without loss").
   void close(uint64_t lingerNs, const std::function<bool(const Conn&)>& needed);
   bool empty() const { return socks_.empty(); }
+  // The executor's thread moves a connection's bytes itself (Transport::driving, drive): while driving,
+  // the proxy thread waits on its eventfd only, so neither a publish nor a socket wakes it, and a socket
+  // is pumped by one thread at a time.
+  void driving(bool on);
+  bool drive(const Conn* conn);
 
  private:
   struct Sock {
@@ -55,7 +61,9 @@ class Proxy {
     size_t recvOff = 0;
     SlotHdr recvHdr{};
     bool readable = true, writable = true, failed = false;
+    std::atomic<bool> busy{false};  // a thread pumps it (the proxy's or a driving executor's)
   };
+  bool pumpBoth(Sock& s);  // both directions, if no other thread is at it
   void run();
   bool pumpSend(Sock& s);
   bool pumpRecv(Sock& s);
@@ -71,6 +79,8 @@ class Proxy {
   int epfd_ = -1;
   int efd_ = -1;
   std::atomic<int> sleeping_{0};
+  std::atomic<int> driven_{0};
+  std::unordered_map<const Conn*, Sock*> byConn_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<Redialer> redial_;
   std::function<void(int)> prepare_;

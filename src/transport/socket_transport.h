@@ -31,6 +31,8 @@ class SocketTransport : public Transport {
   void checkPath(Conn& c, uint32_t detectMs) override;
   bool pathClear(Conn& c) override;
   void redial(Conn& c, uint64_t maskEpoch) override;
+  void driving(bool on) override;
+  bool drive(Conn& c) override;
   bool empty() const { return socks_.empty(); }
 
   // The kernel's buffers of one data socket (core/socket_buffers.cc sizes them from the model).

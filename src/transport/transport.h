@@ -112,6 +112,15 @@ class Transport {
   // made the first, when the path answers; pathClear stays false until then. Where a connection cannot
   // outlive its path's failure apart from its peer (shared memory), nothing to do.
   virtual void redial(Conn& c, uint64_t maskEpoch) { (void)c, (void)maskEpoch; }
+  // A small call's executor moves its edges' bytes itself, where a progress thread would add a hop (two
+  // thread wakeups) to every message: between driving(true) and driving(false) the transport's own
+  // thread leaves its connections to drive(), which moves what c's connection can take or give now,
+  // without waiting, and says whether anything moved. The executor ends driving before it sleeps.
+  virtual void driving(bool on) { (void)on; }
+  virtual bool drive(Conn& c) {
+    (void)c;
+    return false;
+  }
   // Whether everything handed to the path has been acknowledged by the peer (nothing in flight, nothing
   // queued): a masked VT's probe got through.
   virtual bool pathClear(Conn& c) {
