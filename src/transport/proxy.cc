@@ -300,8 +300,9 @@ void Proxy::redialTick() {
   drainRetired();
 }
 
-bool Proxy::pumpBoth(Sock& s) {
+bool Proxy::pumpBoth(Sock& s, bool tryAll) {
   if (s.busy.exchange(true, std::memory_order_acquire)) return false;
+  if (tryAll && !s.failed) s.readable = s.writable = true;
   const bool moved = pumpSend(s) | pumpRecv(s);
   s.busy.store(false, std::memory_order_release);
   return moved;
@@ -322,14 +323,9 @@ void Proxy::driving(bool on) {
 bool Proxy::drive(const Conn* conn) {
   auto it = byConn_.find(conn);
   if (it == byConn_.end()) return false;
-  Sock& s = *it->second;
-  if (s.busy.exchange(true, std::memory_order_acquire)) return false;
   // Its flags may be stale: the proxy saw the last readiness edges, not this thread. Trying costs one
   // syscall each way; only an EAGAIN clears a flag, and the next edge sets it again.
-  if (!s.failed) s.readable = s.writable = true;
-  const bool moved = pumpSend(s) | pumpRecv(s);
-  s.busy.store(false, std::memory_order_release);
-  return moved;
+  return pumpBoth(*it->second, true);
 }
 
 bool Proxy::actionable(Sock& s) {

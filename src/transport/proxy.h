@@ -63,7 +63,8 @@ class Proxy {
     bool readable = true, writable = true, failed = false;
     std::atomic<bool> busy{false};  // a thread pumps it (the proxy's or a driving executor's)
   };
-  bool pumpBoth(Sock& s);  // both directions, if no other thread is at it
+  // Both directions, if no other thread is at it; `tryAll`: whatever the readiness flags say.
+  bool pumpBoth(Sock& s, bool tryAll = false);
   void run();
   bool pumpSend(Sock& s);
   bool pumpRecv(Sock& s);
