@@ -236,6 +236,7 @@ struct Mesh {
     FifoConsumer take;  // what the sender published
     FifoProducer give;  // into the receiver's FIFO
     bool dead = false;
+    bool lossy = false;  // takes what is published (it left the process) and delivers nothing
   };
   int n;
   std::vector<std::unique_ptr<Wire>> wires;
@@ -243,6 +244,7 @@ struct Mesh {
   std::map<std::tuple<int, int, int>, std::pair<Conn*, Wire*>> at;  // (rank, peer, vt) -> its edge, its outgoing wire
   std::vector<std::vector<Conn*>> edges;
   std::vector<size_t> narrow;
+  std::vector<size_t> back;  // edges[r][0, back[r]): the VT 0 edges both ways (ExecCtx::notifyBack)
   std::vector<std::vector<std::vector<uint64_t>>> schedule;  // as the communicator gives it (commitSchedule)
 
   static Fifo fifo(std::unique_ptr<char, void (*)(void*)>& mem) {
@@ -281,7 +283,8 @@ struct Mesh {
     return e[0];
   }
   Mesh(int nranks, bool ring = false, bool flood = false)
-      : n(nranks), conns(size_t(nranks)), edges(size_t(nranks)), narrow(size_t(nranks)), schedule(size_t(nranks)) {
+      : n(nranks), conns(size_t(nranks)), edges(size_t(nranks)), narrow(size_t(nranks)), back(size_t(nranks)),
+        schedule(size_t(nranks)) {
     std::vector<int> order(static_cast<size_t>(nranks));
     for (int r = 0; r < n; r++) order[size_t(r)] = r;
     for (int r = 0; r < n; r++) {
@@ -302,6 +305,7 @@ struct Mesh {
       if (!ring && !flood) schedule[size_t(r)] = commitSchedule(r, order);
       if (!ring)
         for (int p : g.in) add(p, 0);
+      back[size_t(r)] = e.size();
       add((r + 1) % n, 1);
       add((r + n - 1) % n, 1);
     }
@@ -310,6 +314,10 @@ struct Mesh {
   void carry() {
     for (auto& w : wires) {
       if (w->dead) continue;
+      if (w->lossy) {
+        while (w->take.ready()) w->take.release();
+        continue;
+      }
       while (w->take.ready() && w->give.hasRoom()) {
         w->give.hdr() = w->take.hdr();
         memcpy(w->give.slot(), w->take.slot(), w->take.hdr().bytes);
@@ -318,10 +326,10 @@ struct Mesh {
       }
     }
   }
-  // The path between a and b on vt dies both ways.
-  void kill(int a, int b, int vt) {
-    at.at({a, b, vt}).second->dead = true;
-    at.at({b, a, vt}).second->dead = true;
+  // The path between a and b on vt dies both ways: nothing moves (`lossy`: what is sent leaves the
+  // process, as into a kernel that will never deliver it).
+  void kill(int a, int b, int vt, bool lossy = false) {
+    for (Wire* w : {at.at({a, b, vt}).second, at.at({b, a, vt}).second}) (lossy ? w->lossy : w->dead) = true;
   }
   std::vector<std::unique_ptr<Agreement>> agreements() {
     std::vector<std::unique_ptr<Agreement>> ag;
@@ -453,6 +461,65 @@ TEST_CASE("a path that dies during the agreement: the flood goes round it, or a 
         }
       }
     }
+}
+
+// A commit notice lost on a path that died after its sender handed it over: on the schedule nobody else
+// carries it, so the ranks waiting for it (and for what it would have let them send) reach back after the
+// detection time (Attempt::look): they flood on their dissemination edges both ways. The path's two ends
+// now send on it; the one still committing finds it dead some rounds later (as the transport would:
+// Conn::pathDown), widens, and its notices name the dead VT. A rank that committed has moved on to its
+// next call, whose agreement (holding the last commit's record) answers such a notice with the final
+// one; every rank commits.
+TEST_CASE("a commit notice lost on a path that died after it left: the waiting ranks reach back", "[agreement]") {
+  for (int n : {2, 3, 4, 8, 33, 256}) {
+    INFO("n " << n);
+    Mesh m(n);
+    auto ag = m.agreements();
+    std::vector<CommitRecord> rec(static_cast<size_t>(n));
+    std::vector<std::unique_ptr<Agreement>> next(static_cast<size_t>(n));  // the call after, once a rank committed
+    const int c = n / 2, b = (c + 1) % n;                      // b is c's first out edge on VT 0
+    constexpr int kReach = 6, kFound = 10;
+    int waiting = 0, got = -1;
+    m.kill(c, b, 0, true);
+    for (auto& a : ag) a->finish(0);
+    for (int round = 0; round < 200 && got < 0; round++) {
+      if (round == kReach)
+        for (int r = 0; r < n; r++)
+          if (ag[size_t(r)]->phase() == Agreement::Phase::Committing) {
+            waiting++;
+            ag[size_t(r)]->reachBack(m.back[size_t(r)]);
+          }
+      if (round == kFound)
+        for (auto [me, peer] : {std::pair{c, b}, std::pair{b, c}}) {
+          // Only a sender sees a dead path: a rank finds it when something it sent there went unanswered.
+          if (ag[size_t(me)]->ended() || m.at.at({me, peer, 0}).second->take.consumed() == 0) continue;
+          m.at.at({me, peer, 0}).first->pathDown = true;
+          ag[size_t(me)]->setSuspects(0x1);
+          ag[size_t(me)]->widen();
+        }
+      bool all = true;
+      for (int r = 0; r < n; r++) {
+        Agreement& a = *ag[size_t(r)];
+        if (!a.ended()) {
+          a.pump();
+          if (a.phase() == Agreement::Phase::Committed) {
+            rec[size_t(r)] = a.record();
+            next[size_t(r)] = std::make_unique<Agreement>(r, n, 8, 0, m.edges[size_t(r)], m.narrow[size_t(r)], false, 0,
+                                                          &rec[size_t(r)], m.schedule[size_t(r)]);
+          }
+        } else if (next[size_t(r)]) {
+          next[size_t(r)]->pump();
+        }
+        all &= a.ended();
+      }
+      if (all) got = round;
+      m.carry();
+    }
+    REQUIRE(got >= 0);
+    CHECK((n <= 2 || waiting > 0));  // the lost notice held someone up (with 2 ranks it is the only one)
+    CHECK(got - kFound <= 2 * ceilLog2(n) + 3);
+    for (auto& a : ag) CHECK(a->phase() == Agreement::Phase::Committed);
+  }
 }
 
 // The hops per call for the doc (docs/failures.md, "Cost"): ./preccl-tests "[.agreement-hops]". The commit

@@ -18,7 +18,7 @@ namespace {
 // commitSchedule when every out edge is there), then every live VT's ring neighbours (the ways round a
 // dead path once a flood widens). Masked (`live` false): the masked VTs' ring neighbours (the spare edges).
 std::vector<Conn*> notifyEdges(precclComm* comm, bool live, size_t* narrow = nullptr,
-                               std::vector<std::vector<uint64_t>>* schedule = nullptr) {
+                               std::vector<std::vector<uint64_t>>* schedule = nullptr, size_t* back = nullptr) {
   std::vector<Conn*> e;
   auto add = [&](int peer, int v) {
     if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
@@ -34,6 +34,7 @@ std::vector<Conn*> notifyEdges(precclComm* comm, bool live, size_t* narrow = nul
     if (narrow) *narrow = e.size();
     if (schedule && e.size() == g.out.size()) *schedule = commitSchedule(t.posOf[comm->rank], t.order);
     for (int p : g.in) add(t.order[p], v0);
+    if (back) *back = e.size();
   }
   for (int v = 0; v < comm->nVTs; v++)
     if (isLive(comm->liveMask, v) == live)
@@ -72,7 +73,7 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.lastCommit = &comm->lastCommit;
   ctx.drive = !comm->cfg.lanes && !c.onDevice && smallCall(comm, c.a);
   if (c.agree) {
-    ctx.notify = notifyEdges(comm, true, &ctx.notifyNarrow, &ctx.commitSchedule);
+    ctx.notify = notifyEdges(comm, true, &ctx.notifyNarrow, &ctx.commitSchedule, &ctx.notifyBack);
     ctx.spare = notifyEdges(comm, false);
     ctx.report = [comm] {
       probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear

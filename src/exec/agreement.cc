@@ -77,6 +77,14 @@ void Agreement::unschedule() {
   if (phase_ == Phase::Committing) markAll();
 }
 
+void Agreement::reachBack(size_t upTo) {
+  upTo = std::min(upTo, firstSpare_);
+  if (phase_ != Phase::Committing || upTo <= active_) return;
+  schedule_.clear();
+  active_ = upTo;
+  markAll();
+}
+
 void Agreement::widen() {
   unschedule();
   if (active_ == edges_.size()) return;

@@ -290,6 +290,8 @@ Conn* Attempt::checkPaths() {
 precclResult_t Attempt::look(bool* abortNow) {
   *abortNow = false;
   if (ctx_.agree && ctx_.report) agree_.setNotReady(ctx_.report());
+  if (agree_.phase() == Agreement::Phase::Committing && nowNs() - committingSinceNs_ > uint64_t(ctx_.detectMs) * 1000000)
+    agree_.reachBack(ctx_.notifyBack);
   checkStalled();
   if (brokenEdge(true) != precclSuccess) return fault_->code;
   if (Conn* dead = checkPaths()) {
@@ -365,7 +367,10 @@ precclResult_t Attempt::loop(bool hostTasks) {
     if (!ctx_.agree) {
       if (all && flushed(&moved)) return precclSuccess;
     } else {
-      if (running && all && agree_.phase() == Agreement::Phase::Running) agree_.finish(ctx_.report ? ctx_.report() : 0);
+      if (running && all && agree_.phase() == Agreement::Phase::Running) {
+        agree_.finish(ctx_.report ? ctx_.report() : 0);
+        committingSinceNs_ = nowNs();
+      }
       // While tasks run, the notices are looked for only when nothing moved (they are rare).
       if (agree_.phase() != Agreement::Phase::Running || !moved) moved |= agree_.pump();
       if (agree_.phase() == Agreement::Phase::Committed) {

@@ -69,6 +69,7 @@ class Attempt {
   Agreement agree_;
   std::vector<std::pair<Conn*, uint64_t>> staged_;  // the staged edges, with the head last seen
   uint64_t suspects_ = 0;  // VTs with a dead path among the agreement's edges, at the last look
+  uint64_t committingSinceNs_ = 0;
   int lastBlocked_ = -1;   // the task the host runner saw blocked last (for messages)
   std::vector<Transport*> drivers_;  // the edges' transports, while this thread drives them (ExecCtx::drive)
 };

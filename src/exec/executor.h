@@ -55,6 +55,7 @@ struct ExecCtx {
   std::vector<Conn*> notify;
   size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
   std::vector<std::vector<uint64_t>> commitSchedule;  // when each of them gets it (exec/agreement.h)
+  size_t notifyBack = 0;  // notify[0, notifyBack): the dissemination edges both ways (Agreement::reachBack)
   // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
   // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
   std::vector<Conn*> spare;
