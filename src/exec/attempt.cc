@@ -18,8 +18,8 @@ namespace {
 
 constexpr uint64_t kLookNs = 100000000ull;  // how often the edges get a look
 
-// The agreement's edges: the ring neighbours' on the live VTs and every edge of the plan there, once each,
-// then the spare ones (ExecCtx::spare).
+// The agreement's edges: ExecCtx::notify (the commit's dissemination edges first) and every edge of the
+// plan on the live VTs, once each, then the spare ones (ExecCtx::spare).
 std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> e;
   std::unordered_set<const Conn*> seen;  // an AlltoAll's plan has an edge to every peer on every VT

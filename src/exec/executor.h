@@ -47,7 +47,8 @@ struct ExecCtx {
   // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
   // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
   // `notify`: the edges the agreement's notices travel on besides the plan's own (the lowest live VT's
-  // noticeGraph edges, then the live VTs' ring neighbours). `detectMs`: a path with nothing acknowledged for this long is dead.
+  // noticeGraph edges, then the live VTs' ring neighbours). `detectMs`: a path with nothing acknowledged
+  // for this long is dead.
   bool agree = false;
   uint32_t attempt = 0;
   bool dropStale = false;
