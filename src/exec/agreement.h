@@ -86,8 +86,8 @@ class Agreement {
   // A commit that waits long sends on edges_[0, upTo) too (the dissemination edges both ways), as a flood:
   // only a sender sees a dead path, and a notice this rank waits for may have been lost on a path that
   // died after its sender returned. Sending back on that path lets this rank find it dead and widen, and
-  // a peer that moved on answers a notice it gets (dropStale). It costs a straggler's wait 2 ceil(log2 n)
-  // notices, where widen() would flood every edge of the plan.
+  // a peer that moved on answers a notice it gets (dropStale). A straggler's wait costs a flood on
+  // 2 ceil(log2 n) edges, where widen() would flood every edge of the plan.
   void reachBack(size_t upTo);
   // Reads the notices queued on the edges (while running, also behind data, for an abort), drops the
   // slots an abort made stale, sends the set where it changed, and ends the phase when it can. Returns
