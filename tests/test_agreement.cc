@@ -244,7 +244,7 @@ struct Mesh {
   std::map<std::tuple<int, int, int>, std::pair<Conn*, Wire*>> at;  // (rank, peer, vt) -> its edge, its outgoing wire
   std::vector<std::vector<Conn*>> edges;
   std::vector<size_t> narrow;
-  std::vector<size_t> back;  // edges[r][0, back[r]): the VT 0 edges both ways (ExecCtx::notifyBack)
+  std::vector<size_t> back;  // edges[r][0, back[r]): the VT 0 edges both ways (NoticeEdges::back)
   std::vector<std::vector<std::vector<uint64_t>>> schedule;  // as the communicator gives it (commitSchedule)
 
   static Fifo fifo(std::unique_ptr<char, void (*)(void*)>& mem) {

@@ -81,6 +81,9 @@ struct precclComm {
   uint64_t liveMask = ~0ull;
   uint64_t aborts = 0;
   preccl::CommitRecord lastCommit;  // the last attempt committed (exec/agreement.h)
+  preccl::NoticeEdges notice;       // the agreement's edges for noticeMask (core/run_attempt.cc)
+  uint64_t noticeMask = 0;
+  bool noticeBuilt = false;
   uint64_t noVtLeftSinceNs = 0;
   std::vector<uint64_t> vtStateEpoch;  // per VT: the epoch its live/masked state last changed at
   preccl::EpochTelemetry tele;

@@ -13,33 +13,35 @@ namespace preccl {
 
 namespace {
 
-// The edges the agreement's notices travel on besides the plan's. Live: the lowest live VT's to its
-// noticeGraph peers, the `out` ones first (the narrow set a commit goes to, returned in *narrow, with its
-// commitSchedule when every out edge is there), then every live VT's ring neighbours (the ways round a
-// dead path once a flood widens). Masked (`live` false): the masked VTs' ring neighbours (the spare edges).
-std::vector<Conn*> notifyEdges(precclComm* comm, bool live, size_t* narrow = nullptr,
-                               std::vector<std::vector<uint64_t>>* schedule = nullptr, size_t* back = nullptr) {
-  std::vector<Conn*> e;
-  auto add = [&](int peer, int v) {
+// The edges the agreement's notices travel on besides the plan's (exec/executor.h NoticeEdges), built
+// when the mask changes: the lowest live VT's to its noticeGraph peers, the `out` ones first, with their
+// commitSchedule when every out edge is there, then every live VT's ring neighbours (the ways round a dead
+// path once a flood widens); the masked VTs' ring neighbours are the spare edges.
+const NoticeEdges& noticeEdges(precclComm* comm) {
+  NoticeEdges& n = comm->notice;
+  if (comm->noticeBuilt && comm->noticeMask == comm->liveMask) return n;
+  n = NoticeEdges{};
+  const Topology& t = comm->topo;
+  auto add = [&](std::vector<Conn*>& e, int peer, int v) {
     if (Conn* c = peer != comm->rank ? comm->conns.at(peer, v) : nullptr; c && std::find(e.begin(), e.end(), c) == e.end())
       e.push_back(c);
   };
-  const Topology& t = comm->topo;
-  if (live && comm->liveMask != 0) {
+  if (comm->liveMask != 0) {
     const int v0 = __builtin_ctzll(comm->liveMask);  // < nVTs: a mask never takes every VT
     const NoticeGraph g = noticeGraph(t.posOf[comm->rank], comm->nranks);
-    for (int p : g.out) add(t.order[p], v0);
+    for (int p : g.out) add(n.notify, t.order[p], v0);
     // The ring's next is the first out edge: missing edges cost hops, never the flood's reach.
-    add(t.ringNext(comm->rank), v0);
-    if (narrow) *narrow = e.size();
-    if (schedule && e.size() == g.out.size()) *schedule = commitSchedule(t.posOf[comm->rank], t.order);
-    for (int p : g.in) add(t.order[p], v0);
-    if (back) *back = e.size();
+    add(n.notify, t.ringNext(comm->rank), v0);
+    n.narrow = n.notify.size();
+    if (n.narrow == g.out.size()) n.schedule = commitSchedule(t.posOf[comm->rank], t.order);
+    for (int p : g.in) add(n.notify, t.order[p], v0);
+    n.back = n.notify.size();
   }
   for (int v = 0; v < comm->nVTs; v++)
-    if (isLive(comm->liveMask, v) == live)
-      for (int peer : {t.ringNext(comm->rank), t.ringPrev(comm->rank)}) add(peer, v);
-  return e;
+    for (int peer : {t.ringNext(comm->rank), t.ringPrev(comm->rank)}) add(isLive(comm->liveMask, v) ? n.notify : n.spare, peer, v);
+  comm->noticeMask = comm->liveMask;
+  comm->noticeBuilt = true;
+  return n;
 }
 
 // Small enough for the caller's thread to drive its sockets (ExecCtx::drive).
@@ -73,8 +75,7 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.lastCommit = &comm->lastCommit;
   ctx.drive = !comm->cfg.lanes && !c.onDevice && smallCall(comm, c.a);
   if (c.agree) {
-    ctx.notify = notifyEdges(comm, true, &ctx.notifyNarrow, &ctx.commitSchedule, &ctx.notifyBack);
-    ctx.spare = notifyEdges(comm, false);
+    ctx.notice = &noticeEdges(comm);
     ctx.report = [comm] {
       probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
       return maskedNotReady(comm);

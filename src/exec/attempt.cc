@@ -18,26 +18,28 @@ namespace {
 
 constexpr uint64_t kLookNs = 100000000ull;  // how often the edges get a look
 
-// The agreement's edges: ExecCtx::notify (the commit's dissemination edges first) and every edge of the
-// plan on the live VTs, once each, then the spare ones (ExecCtx::spare).
+// The agreement's edges: NoticeEdges::notify (the commit's dissemination edges first) and every edge of
+// the plan on the live VTs, once each, then the spare ones (NoticeEdges::spare).
 std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> e;
   std::unordered_set<const Conn*> seen;  // an AlltoAll's plan has an edge to every peer on every VT
   auto add = [&](Conn* c, bool live) {
     if (c && isLive(ctx.liveMask, c->vt) == live && seen.insert(c).second) e.push_back(c);
   };
-  for (Conn* c : ctx.notify) add(c, true);
+  if (ctx.notice)
+    for (Conn* c : ctx.notice->notify) add(c, true);
   for (size_t i = 0; i < b.conns.size(); i++)
     if (b.sends[i] || b.recvs[i]) add(b.conns[i], true);
-  for (Conn* c : ctx.spare) add(c, false);
+  if (ctx.notice)
+    for (Conn* c : ctx.notice->spare) add(c, false);
   return e;
 }
 
 Agreement makeAgreement(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> edges = agreementEdges(ctx, b);
   const size_t spare = size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
-  return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notifyNarrow, ctx.dropStale, spare,
-                   ctx.lastCommit, ctx.commitSchedule);
+  return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notice ? ctx.notice->narrow : 0,
+                   ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? ctx.notice->schedule : std::vector<std::vector<uint64_t>>{});
 }
 
 bool recvBlocked(const Conn& c) {
@@ -291,7 +293,7 @@ precclResult_t Attempt::look(bool* abortNow) {
   *abortNow = false;
   if (ctx_.agree && ctx_.report) agree_.setNotReady(ctx_.report());
   if (agree_.phase() == Agreement::Phase::Committing && nowNs() - committingSinceNs_ > uint64_t(ctx_.detectMs) * 1000000)
-    agree_.reachBack(ctx_.notifyBack);
+    agree_.reachBack(ctx_.notice ? ctx_.notice->back : 0);
   checkStalled();
   if (brokenEdge(true) != precclSuccess) return fault_->code;
   if (Conn* dead = checkPaths()) {

@@ -28,6 +28,19 @@ struct VtCounters {
   double lastShare = 0;
 };
 
+// The edges the agreement's notices travel on besides the plan's own, for one mask (the communicator
+// builds them once per mask: the schedule alone is O(n) to build).
+struct NoticeEdges {
+  // The lowest live VT's noticeGraph edges (the `out` ones first), then every live VT's ring neighbours.
+  std::vector<Conn*> notify;
+  size_t narrow = 0;  // commits go to notify[0, narrow) until a path dies (Agreement::widen)
+  size_t back = 0;    // notify[0, back): the dissemination edges both ways (Agreement::reachBack)
+  std::vector<std::vector<uint64_t>> schedule;  // when each narrow edge gets the commit (commitSchedule)
+  // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
+  // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
+  std::vector<Conn*> spare;
+};
+
 struct ExecCtx {
   int rank = 0;
   int nranks = 1;
@@ -46,20 +59,13 @@ struct ExecCtx {
   // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
   // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
   // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.
-  // `notify`: the edges the agreement's notices travel on besides the plan's own (the lowest live VT's
-  // noticeGraph edges, then the live VTs' ring neighbours). `detectMs`: a path with nothing acknowledged
-  // for this long is dead.
+  // `notice`: the edges the agreement's notices travel on besides the plan's own (with the agreement).
+  // `detectMs`: a path with nothing acknowledged for this long is dead.
   bool agree = false;
   uint32_t attempt = 0;
   bool dropStale = false;
   uint64_t liveMask = ~0ull;
-  std::vector<Conn*> notify;
-  size_t notifyNarrow = 0;  // commits go to notify[0, notifyNarrow) until a path dies (Agreement::widen)
-  std::vector<std::vector<uint64_t>> commitSchedule;  // when each of them gets it (exec/agreement.h)
-  size_t notifyBack = 0;  // notify[0, notifyBack): the dissemination edges both ways (Agreement::reachBack)
-  // The masked VTs' ring-neighbour edges: the notices' way round when every live VT's path died (their
-  // VTs may answer again, and an abort can move the retry onto them). Used by aborts and after widen().
-  std::vector<Conn*> spare;
+  const NoticeEdges* notice = nullptr;
   uint32_t detectMs = 500;
   // The masked VTs this rank cannot take back yet (core/probe.h): asked when its tasks are done, for the
   // commit (then rather than at the start, so that a path that returned during a long call counts), and
