@@ -224,14 +224,14 @@ void SocketTransport::redial(Conn& c, uint64_t maskEpoch) {
   if (proxy_ && proxy_->redialer()) proxy_->redialer()->want(&c, maskEpoch);
 }
 
-// The edge runs on the connection made for its VT's latest masking, the proxy handed every slot to the
-// kernel, and the kernel's send queue (unsent and unacknowledged bytes) is empty.
 void SocketTransport::driving(bool on) {
   if (proxy_) proxy_->driving(on);
 }
 
 bool SocketTransport::drive(Conn& c) { return proxy_ && proxy_->drive(&c); }
 
+// The edge runs on the connection made for its VT's latest masking, the proxy handed every slot to the
+// kernel, and the kernel's send queue (unsent and unacknowledged bytes) is empty.
 bool SocketTransport::pathClear(Conn& c) {
   if (proxy_ && proxy_->redialer() && !proxy_->redialer()->settled(&c)) return false;
   const int fd = fdOf(c);
