@@ -334,7 +334,7 @@ struct Mesh {
   std::vector<std::unique_ptr<Agreement>> agreements() {
     std::vector<std::unique_ptr<Agreement>> ag;
     for (int r = 0; r < n; r++)
-      ag.push_back(std::make_unique<Agreement>(r, n, 7, 0, edges[size_t(r)], narrow[size_t(r)], false, 0, nullptr, schedule[size_t(r)]));
+      ag.push_back(std::make_unique<Agreement>(r, n, 7, 0, edges[size_t(r)], narrow[size_t(r)], false, 0, nullptr, &schedule[size_t(r)]));
     return ag;
   }
 };
@@ -505,7 +505,7 @@ TEST_CASE("a commit notice lost on a path that died after it left: the waiting r
           if (a.phase() == Agreement::Phase::Committed) {
             rec[size_t(r)] = a.record();
             next[size_t(r)] = std::make_unique<Agreement>(r, n, 8, 0, m.edges[size_t(r)], m.narrow[size_t(r)], false, 0,
-                                                          &rec[size_t(r)], m.schedule[size_t(r)]);
+                                                          &rec[size_t(r)], &m.schedule[size_t(r)]);
           }
         } else if (next[size_t(r)]) {
           next[size_t(r)]->pump();

@@ -38,7 +38,8 @@ std::vector<std::vector<uint64_t>> commitSchedule(int pos, const std::vector<int
 }
 
 Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
-                     bool dropStale, size_t spare, const CommitRecord* last, std::vector<std::vector<uint64_t>> schedule)
+                     bool dropStale, size_t spare, const CommitRecord* last,
+                     const std::vector<std::vector<uint64_t>>* schedule)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
@@ -51,8 +52,8 @@ Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std
       dropStale_(dropStale),
       ranks_((nranks + 63) / 64, 0),
       last_(last),
-      schedule_(std::move(schedule)) {
-  if (schedule_.size() != active_) schedule_.clear();  // one per narrow edge, or none
+      schedule_(schedule) {
+  if (schedule_ && schedule_->size() != active_) schedule_ = nullptr;  // one per narrow edge, or none
 }
 
 bool Agreement::holds(const std::vector<uint64_t>& ranks) const {
@@ -63,24 +64,24 @@ bool Agreement::holds(const std::vector<uint64_t>& ranks) const {
 
 // Scheduled, a commit marks a narrow edge once, when the set first holds the edge's part of the schedule.
 void Agreement::markAll() {
-  if (schedule_.empty() || phase_ != Phase::Committing) {
+  if (!schedule_ || phase_ != Phase::Committing) {
     std::fill(dirty_.begin(), dirty_.end(), 1);
     return;
   }
-  for (size_t i = 0; i < schedule_.size(); i++)
-    if (!used_[i] && holds(schedule_[i])) dirty_[i] = 1;
+  for (size_t i = 0; i < schedule_->size(); i++)
+    if (!used_[i] && holds((*schedule_)[i])) dirty_[i] = 1;
 }
 
 void Agreement::unschedule() {
-  if (schedule_.empty()) return;
-  schedule_.clear();
+  if (!schedule_) return;
+  schedule_ = nullptr;
   if (phase_ == Phase::Committing) markAll();
 }
 
 void Agreement::reachBack(size_t upTo) {
   upTo = std::min(upTo, firstSpare_);
   if (phase_ != Phase::Committing || upTo <= active_) return;
-  schedule_.clear();
+  schedule_ = nullptr;
   active_ = upTo;
   markAll();
 }
@@ -106,7 +107,7 @@ void Agreement::setSuspects(uint64_t vts) {
   suspects_ = vts;
   if (phase_ == Phase::Committing && (dead_ | vts) != dead_) {
     dead_ |= vts;
-    schedule_.clear();
+    schedule_ = nullptr;
     markAll();
   }
 }
@@ -120,7 +121,7 @@ void Agreement::abort() {
   vts_ = suspects_;
   abortNotReady_ = notReady_;
   active_ = edges_.size();  // rare, and it must get through whatever else died
-  schedule_.clear();
+  schedule_ = nullptr;
   markAll();
 }
 
@@ -140,7 +141,7 @@ bool Agreement::merge(const SlotHdr& h, const char* body) {
     uint64_t& second = phase_ == Phase::Aborting ? abortNotReady_ : dead_;
     grew |= (second | v) != second;
     // A dead path found by a committing rank: passed on everywhere (a rank may wait for bytes lost on it).
-    if (phase_ == Phase::Committing && (second | v) != second) schedule_.clear();
+    if (phase_ == Phase::Committing && (second | v) != second) schedule_ = nullptr;
     second |= v;
   }
   for (size_t i = 0; i < words; i++) {

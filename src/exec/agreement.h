@@ -58,13 +58,14 @@ class Agreement {
   // unread.
   // The last `spare` edges belong to masked VTs: notices use them only once sent everywhere (an abort,
   // or after widen()), as the way round when every live VT's path died.
-  // `schedule` (commitSchedule, one per narrow edge; empty: none): a commit goes to narrow edge i once,
+  // `schedule` (commitSchedule, one per narrow edge; null: none; it must outlive the agreement, as the
+  // communicator's NoticeEdges do): a commit goes to narrow edge i once,
   // when the set holds schedule[i], instead of again whenever the set grows. A widened flood, an abort
   // and a commit that carries dead paths (setSuspects) flood as before: a rank that already sent its
   // scheduled notices must still pass a dead path on to the ranks that wait.
   Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
             bool dropStale, size_t spare = 0, const CommitRecord* last = nullptr,
-            std::vector<std::vector<uint64_t>> schedule = {});
+            const std::vector<std::vector<uint64_t>>* schedule = nullptr);
 
   Phase phase() const { return phase_; }
   bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
@@ -143,7 +144,7 @@ class Agreement {
   uint64_t notReady_ = ~0ull, abortNotReady_ = ~0ull;
   std::vector<uint64_t> ranks_;
   const CommitRecord* last_;
-  std::vector<std::vector<uint64_t>> schedule_;  // empty once the commit floods
+  const std::vector<std::vector<uint64_t>>* schedule_;  // null once the commit floods
 };
 
 }  // namespace preccl

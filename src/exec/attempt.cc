@@ -39,7 +39,7 @@ Agreement makeAgreement(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> edges = agreementEdges(ctx, b);
   const size_t spare = size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
   return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notice ? ctx.notice->narrow : 0,
-                   ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? ctx.notice->schedule : std::vector<std::vector<uint64_t>>{});
+                   ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? &ctx.notice->schedule : nullptr);
 }
 
 bool recvBlocked(const Conn& c) {
