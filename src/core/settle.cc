@@ -18,7 +18,6 @@ bool liveVt(const precclComm* comm, int v) { return isLive(comm->liveMask, v); }
 // the epoch's telemetry is complete.
 bool carried(const precclComm* comm, const CctArgs& a, const Decision& d, const Plan& plan, int v) {
   if (comm->nranks == 1) return true;
-  if (plan.algo == PlanAlgo::Doubling) return false;  // its slots travel on one VT only
   CarryQuery q;
   q.nranks = comm->nranks;
   q.algo = plan.algo;

@@ -27,8 +27,10 @@ WireBytes wireAlltoAll(int n, bool, int hostRanks) { return {uint32_t((n - 1) * 
 // ---- how the telemetry reaches every rank ----
 
 // A ring AllReduce whose range holds a part of every chunk (n-1 hops of cumulative maxima), a tree
-// AllReduce with any bytes (up to the root, whose last slots down hold everything).
+// AllReduce with any bytes (up to the root, whose last slots down hold everything); recursive doubling
+// none (its slots travel on one VT only).
 bool carriesAllReduce(const CarryQuery& q) {
+  if (q.algo == PlanAlgo::Doubling) return false;
   if (q.algo == PlanAlgo::Tree) return q.range.count > 0;
   return ringEveryChunk(q.range.offset, q.range.count, q.nranks, ringBlockElems(dtypeSize(q.args->dtype)));
 }
@@ -124,10 +126,11 @@ const CollRow& collRow(Coll c) { return kRows[static_cast<int>(c)]; }
 void planCct(const PlanView& v, const CctArgs& a, const Decision& d, Plan* plan) {
   const CollRow& row = collRow(a.coll);
   plan->coll = a.coll;
-  const Planner planner = d.algo == PlanAlgo::Doubling && row.doubling ? row.doubling
-                          : d.algo == PlanAlgo::Tree && row.tree   ? row.tree
-                                                                   : row.ring;
-  plan->algo = planner == row.doubling ? PlanAlgo::Doubling : planner == row.tree ? PlanAlgo::Tree : PlanAlgo::Ring;
+  // The decided algorithm where the row has it, else the ring's.
+  PlanAlgo algo = d.algo;
+  if ((algo == PlanAlgo::Tree && !row.tree) || (algo == PlanAlgo::Doubling && !row.doubling)) algo = PlanAlgo::Ring;
+  plan->algo = algo;
+  const Planner planner = algo == PlanAlgo::Tree ? row.tree : algo == PlanAlgo::Doubling ? row.doubling : row.ring;
   plan->dtype = a.dtype;
   plan->esz = dtypeSize(a.dtype);
   plan->op = a.op;
