@@ -8,6 +8,7 @@
 #include "core/comm.h"
 #include "core/debug.h"
 #include "core/decide.h"
+#include "core/deferred.h"
 #include "core/probe.h"
 #include "core/run_attempt.h"
 #include "core/settle.h"
@@ -81,10 +82,15 @@ precclResult_t prepareCct(precclComm* comm, const CctArgs& args, Cct* c) {
   if (!row.collective) PRECCL_CHECK(checkSelfPairs(comm, a));
   c->agree = !c->onDevice && comm->cfg.retry && row.collective && comm->nranks > 1 &&
              (comm->topo.nHosts() > 1 || comm->topo.shmDisabled);
+  c->deferred = defersCommit(comm, a, c->agree);
   const size_t esz = dtypeSize(a.dtype);
-  if (row.stagesInPlace && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0)
-    PRECCL_CHECK(stageInput(comm, a, a.count * comm->nranks * esz));
-  if (size_t b = c->agree ? row.overwrites(a, comm->rank, comm->nranks) : 0; b > 0) PRECCL_CHECK(stageInput(comm, a, b));
+  if (c->deferred) {
+    PRECCL_CHECK(keepInput(comm, c));
+  } else {
+    if (row.stagesInPlace && a.sendbuff == a.recvbuff && comm->nranks > 1 && a.count > 0)
+      PRECCL_CHECK(stageInput(comm, a, a.count * comm->nranks * esz));
+    if (size_t b = c->agree ? row.overwrites(a, comm->rank, comm->nranks) : 0; b > 0) PRECCL_CHECK(stageInput(comm, a, b));
+  }
   if (c->agree) probeMasked(comm);
   return precclSuccess;
 }
@@ -107,6 +113,73 @@ precclResult_t bindAttempt(precclComm* comm, const CctArgs& a, const Plan& plan,
   return precclSuccess;
 }
 
+precclResult_t recoverPending(precclComm* comm, const Bound& b, const ExecFault& gaveUp);
+
+// The attempts of c until one ends well. An attempt is numbered by the aborts the communicator agreed on
+// before it (the same on every rank). An agreed abort masks the failed VTs and goes round again; an abort
+// of the pending call first takes that call again.
+precclResult_t runCct(precclComm* comm, const Cct& c, Decision* d, Plan* plan, RunOut* out, ExecFault* fault) {
+  for (uint32_t tries = 1;; tries++) {
+    *d = decideCct(comm, c.a);
+    if (collRow(c.a.coll).collective && !d->al.coversExactly(c.a.count))
+      return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(c.a.coll), c.a.count);
+    *plan = Plan{};
+    planAttempt(comm, c.a, *d, plan);
+    Bound b;
+    PRECCL_CHECK(bindAttempt(comm, c.a, *plan, &b));
+    *fault = ExecFault{};
+    const uint32_t attempt = static_cast<uint32_t>(comm->aborts);
+    const precclResult_t res = runAttempt(comm, c, *plan, b, attempt, out, fault);
+    comm->lastAttempts = tries;
+    if (res == precclSuccess) {
+      settlePending(comm, c, attempt);
+      return precclSuccess;
+    }
+    if (fault->pendingAborted) PRECCL_CHECK(recoverPending(comm, b, *fault));
+    else PRECCL_CHECK(recoverAttempt(comm, *fault, attempt, res));
+  }
+}
+
+// A peer still needs this rank's part of the pending call: this rank gave its own attempt up, joins the
+// pending one's abort, masks what every rank masks, and runs the pending call again from its kept input, as
+// the peers run their retry of it. Its output goes to scratch: this rank returned that result already,
+// and the retry has the same bits.
+precclResult_t recoverPending(precclComm* comm, const Bound& b, const ExecFault& gaveUp) {
+  const PendingCct p = comm->pending;
+  Cct pc;
+  pc.a = p.args;
+  pc.agree = true;
+  pc.deferred = true;
+  pc.keptBuf = p.buf;
+  pc.rerun = true;
+  PRECCL_WARN("rank {}: epoch {}, which this rank finished, is being aborted: joining, then running it again", comm->rank,
+              p.epoch);
+  ExecFault joined;
+  const precclResult_t res = joinPendingAbort(comm, pc, b, gaveUp.failedVts, &joined);
+  if (res != precclSuccess) {
+    const uint64_t epoch = comm->epoch;
+    comm->epoch = p.epoch;  // the abort, and its messages, are of the pending epoch
+    const precclResult_t r = recoverAttempt(comm, joined, p.attempt, res);
+    comm->epoch = epoch;
+    PRECCL_CHECK(r);
+  }
+  const size_t outBytes = pc.a.count * dtypeSize(pc.a.dtype);
+  pc.a.recvbuff = comm->keptOut.grow(outBytes);
+  if (!pc.a.recvbuff)
+    return PRECCL_ERR(comm, precclSystemError, "AllReduce: cannot allocate {} B to run epoch {} again", outBytes, p.epoch);
+  const uint64_t epoch = comm->epoch;
+  comm->epoch = p.epoch;
+  comm->pending.active = false;  // the pending call itself has none before it
+  Decision d;
+  Plan plan;
+  RunOut out;
+  ExecFault fault;
+  const precclResult_t r = runCct(comm, pc, &d, &plan, &out, &fault);
+  comm->epoch = epoch;
+  comm->pending.args.recvbuff = p.args.recvbuff;
+  return r;
+}
+
 }  // namespace
 
 precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
@@ -119,20 +192,8 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
   Plan plan;
   RunOut out;
   ExecFault fault;
-  for (uint32_t attempt = 0;; attempt++) {
-    d = decideCct(comm, c.a);
-    if (collRow(c.a.coll).collective && !d.al.coversExactly(c.a.count))
-      return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(c.a.coll), c.a.count);
-    plan = Plan{};
-    planAttempt(comm, c.a, d, &plan);
-    Bound b;
-    PRECCL_CHECK(bindAttempt(comm, c.a, plan, &b));
-    fault = ExecFault{};
-    const precclResult_t res = runAttempt(comm, c, plan, b, attempt, &out, &fault);
-    if (res == precclSuccess) break;
-    PRECCL_CHECK(recoverAttempt(comm, fault, attempt, res));
-  }
-  settleCct(comm, c.a, d, plan, out, fault, c.agree);
+  PRECCL_CHECK(runCct(comm, c, &d, &plan, &out, &fault));
+  settleCct(comm, c.a, d, plan, out, fault, c.agree && !fault.deferred);
   return precclSuccess;
 }
 

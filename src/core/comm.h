@@ -12,6 +12,7 @@
 
 #include "core/bootstrap.h"
 #include "core/config.h"
+#include "core/deferred.h"
 #include "topo/topology.h"
 #include "exec/executor.h"
 #include "reduce/reduce.h"
@@ -81,6 +82,9 @@ struct precclComm {
   uint64_t liveMask = ~0ull;
   uint64_t aborts = 0;
   preccl::CommitRecord lastCommit;  // the last attempt committed (exec/agreement.h)
+  preccl::PendingCct pending;       // the call whose commit is deferred (core/deferred.h)
+  preccl::KeptBuffer kept[2];       // its kept input, and the next deferred call's
+  preccl::KeptBuffer keptOut;       // where it writes when it runs again after it returned
   preccl::NoticeEdges notice;       // the agreement's edges for noticeMask (core/run_attempt.cc)
   uint64_t noticeMask = 0;
   bool noticeBuilt = false;

@@ -26,6 +26,7 @@ precclResult_t resolveConfig(const precclConfig_t* user, Config* c) {
   c->smallMaxBytes = static_cast<size_t>(std::max<int64_t>(0, envInt("SMALL_MAX_BYTES", 64 * 1024)));
   c->checkAlloc = envInt("CHECK_ALLOC", 0) != 0;
   c->retry = envInt("RETRY", 1) != 0;
+  c->deferCommit = envInt("DEFER_COMMIT", 1) != 0;
   c->detectMs = static_cast<uint32_t>(std::clamp<int64_t>(envInt("DETECT_MS", kDetectMsDefault), 50, 600000));
   std::string algo = envString("ALGO", "");
   if (algo.empty()) c->algo = Algo::Auto;

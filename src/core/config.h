@@ -31,6 +31,7 @@ struct Config {
   PolicyKind policy = PolicyKind::Static;  // PRECCL_POLICY
   bool checkAlloc = false;           // PRECCL_CHECK_ALLOC=1: every slot carries the allocation digest
   bool retry = true;                 // PRECCL_RETRY=0: a failed path fails the call (no commit, abort, retry)
+  bool deferCommit = true;           // PRECCL_DEFER_COMMIT=0: small calls commit before they return too
   uint32_t detectMs = 500;           // PRECCL_DETECT_MS: a path with nothing acknowledged this long is dead
   bool railAffinity = false;         // PRECCL_NIC_AFFINITY=rail: each rank sends through its own NIC(s) only
   RelayMode relay = RelayMode::Auto; // PRECCL_RELAY=auto|off|force (policy/rail_split.h)

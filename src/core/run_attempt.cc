@@ -63,7 +63,7 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.vtStats = &comm->vtStats;
   ctx.edges = &comm->conns;
   ctx.epoch = comm->epoch;
-  if (collRow(c.a.coll).collective && comm->pendingEpoch != kNoTeleEpoch) {
+  if (collRow(c.a.coll).collective && comm->pendingEpoch != kNoTeleEpoch && !c.rerun) {
     ctx.teleEpoch = comm->pendingEpoch;
     ctx.cargo = comm->pendingRec;
   }
@@ -75,6 +75,11 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.lastCommit = &comm->lastCommit;
   ctx.drive = !comm->cfg.lanes && !c.onDevice && smallCall(comm, c.a);
   if (c.agree) {
+    ctx.defer.deferred = c.deferred;
+    if (comm->pending.active && !c.rerun) {
+      ctx.defer.pendingEpoch = comm->pending.epoch;
+      ctx.defer.pendingAttempt = comm->pending.attempt;
+    }
     ctx.notice = &noticeEdges(comm);
     ctx.report = [comm] {
       probeMasked(comm);  // what arrived on the masked edges during the call goes, so theirs can clear
@@ -142,9 +147,18 @@ precclResult_t runAttempt(precclComm* comm, const Cct& c, const Plan& plan, cons
                              : comm->cfg.lanes ? runLanes(ctx, plan, b, out, fault)
                                                : runHost(ctx, plan, b, out, fault);
   if (timed) comm->lastExecNs = nowNs() - t0;
-  comm->lastAttempts = attempt + 1;
-  if (res == precclSuccess && c.agree) comm->lastCommit = std::move(fault->committed);
+  if (res == precclSuccess && c.agree && !fault->deferred) comm->lastCommit = std::move(fault->committed);
   return res;
+}
+
+precclResult_t joinPendingAbort(precclComm* comm, const Cct& pending, const Bound& b, uint64_t failed, ExecFault* fault) {
+  ExecCtx ctx = execCtx(comm, pending, comm->pending.attempt);
+  ctx.epoch = comm->pending.epoch;
+  ctx.defer = DeferredCommit{};
+  ctx.joinAbort = true;
+  ctx.joinVts = failed;
+  RunOut out;
+  return runHost(ctx, Plan{}, b, &out, fault);
 }
 
 precclResult_t recoverAttempt(precclComm* comm, const ExecFault& fault, uint32_t attempt, precclResult_t res) {

@@ -39,7 +39,7 @@ std::vector<std::vector<uint64_t>> commitSchedule(int pos, const std::vector<int
 
 Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
                      bool dropStale, size_t spare, const CommitRecord* last,
-                     const std::vector<std::vector<uint64_t>>* schedule)
+                     const std::vector<std::vector<uint64_t>>* schedule, const DeferredCommit& defer)
     : rank_(rank),
       nranks_(nranks),
       epoch_(epoch),
@@ -52,7 +52,8 @@ Agreement::Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std
       dropStale_(dropStale),
       ranks_((nranks + 63) / 64, 0),
       last_(last),
-      schedule_(schedule) {
+      schedule_(schedule),
+      defer_(defer) {
   if (schedule_ && schedule_->size() != active_) schedule_ = nullptr;  // one per narrow edge, or none
 }
 
@@ -112,17 +113,39 @@ void Agreement::setSuspects(uint64_t vts) {
   }
 }
 
-void Agreement::abort() {
+void Agreement::abort(uint64_t also) {
   if (phase_ == Phase::Aborting || ended()) return;
   // A committing rank's set meant "finished"; from here on it means "reported".
   phase_ = Phase::Aborting;
   std::fill(ranks_.begin(), ranks_.end(), 0);
   ranks_[rank_ / 64] |= 1ull << (rank_ % 64);
-  vts_ = suspects_;
+  vts_ = suspects_ | also;
   abortNotReady_ = notReady_;
   active_ = edges_.size();  // rare, and it must get through whatever else died
   schedule_ = nullptr;
   markAll();
+}
+
+// The VTs a notice gives up on: an abort's first mask, a commit's second (its dead paths).
+static uint64_t noticeFailed(const SlotHdr& h, const char* body) {
+  uint64_t v = 0;
+  if (h.kind == kSlotCommit) return noticeDead(h, body);
+  if (h.bytes >= kNoticeHead) memcpy(&v, body, 8);
+  return v;
+}
+
+void Agreement::abortAt(Conn* c) {
+  FifoConsumer& r = c->recv;
+  if (!r.ready() || pendingAbort(r.hdr(), defer_)) return;
+  if (defer_.deferred && nextEpochAlarm(r.hdr(), epoch_, attempt_, noticeDead(r.hdr(), r.slot()))) {
+    abort(noticeFailed(r.hdr(), r.slot()));
+    return;
+  }
+  abort();
+}
+
+uint64_t Agreement::failedSeen() const {
+  return suspects_ | (phase_ == Phase::Aborting ? vts_ : phase_ == Phase::Committing ? dead_ : 0);
 }
 
 // A notice's body (exec/slot_rules.h): the VTs (abort: failed; commit: not ready to rejoin), a second mask
@@ -157,7 +180,7 @@ bool Agreement::readEdge(Conn* c) {
   FifoConsumer& r = c->recv;
   bool moved = false;
   if (phase_ == Phase::Running) {
-    while (r.ready() && droppableSlot(r.hdr(), epoch_, attempt_, dropStale_)) {
+    while (r.ready() && !pendingAbort(r.hdr(), defer_) && droppableSlot(r.hdr(), epoch_, attempt_, dropStale_)) {
       dropStale(c);
       moved = true;
     }
@@ -165,6 +188,17 @@ bool Agreement::readEdge(Conn* c) {
     const uint64_t n = r.waiting();
     for (uint64_t i = 0; i < n; i++) {
       const SlotHdr& h = r.hdrAt(i);
+      if (pendingAbort(h, defer_)) {
+        phase_ = Phase::PendingAborted;
+        return true;
+      }
+      if (defer_.deferred && nextEpochAlarm(h, epoch_, attempt_, noticeDead(h, r.slotAt(i)))) {
+        PRECCL_WARN("rank {}: a rank gave up epoch {} attempt {} (VT mask {:#x}) while this rank still runs epoch {}, "
+                    "whose commit was deferred: aborting it",
+                    rank_, h.epoch, h.attempt, noticeFailed(h, r.slotAt(i)), epoch_);
+        abort(noticeFailed(h, r.slotAt(i)));
+        return true;
+      }
       if (same(h) && h.kind == kSlotAbort) {
         abort();
         merge(h, r.slotAt(i));
@@ -182,6 +216,15 @@ bool Agreement::readEdge(Conn* c) {
   }
   while (r.ready()) {
     const SlotHdr& h = r.hdr();
+    if (pendingAbort(h, defer_)) {
+      phase_ = Phase::PendingAborted;
+      return true;
+    }
+    if (phase_ == Phase::Aborting && h.attempt == attempt_ && h.epoch == epoch_ + 1) {
+      r.release();  // a rank that went ahead of a deferred commit: its next attempt goes with this one
+      moved = true;
+      continue;
+    }
     if (olderSlot(h, epoch_, attempt_)) {
       // Old data is not ours to drop unless an abort made it stale: the executor's timeout names it.
       if (!droppableSlot(h, epoch_, attempt_, dropStale_) && phase_ != Phase::Aborting) break;
@@ -298,7 +341,10 @@ bool Agreement::complete() const {
 bool Agreement::pump() {
   if (ended()) return false;
   bool moved = false;
-  for (Conn* c : edges_) moved |= readEdge(c);
+  for (Conn* c : edges_) {
+    moved |= readEdge(c);
+    if (ended()) return true;  // the pending attempt's abort
+  }
   if (phase_ == Phase::Running) return moved;
   moved |= sendPending();
   if (!complete() || !allSent()) return moved;

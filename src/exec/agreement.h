@@ -50,7 +50,9 @@ std::vector<std::vector<uint64_t>> commitSchedule(int pos, const std::vector<int
 
 class Agreement {
  public:
-  enum class Phase { Running, Committing, Aborting, Committed, Aborted };
+  // PendingAborted: an abort of the pending attempt (DeferredCommit) came; this attempt is given up
+  // unended, and the rank joins that abort (its notice stays at the head of the FIFO for it).
+  enum class Phase { Running, Committing, Aborting, Committed, Aborted, PendingAborted };
   // `edges`: where notices come from (each once); commits go to the first `narrow` of them (one VT's
   // noticeGraph().out edges: every collective commits, so the flood is kept small) until widen(), aborts
   // to all.
@@ -63,12 +65,16 @@ class Agreement {
   // when the set holds schedule[i], instead of again whenever the set grows. A widened flood, an abort
   // and a commit that carries dead paths (setSuspects) flood as before: a rank that already sent its
   // scheduled notices must still pass a dead path on to the ranks that wait.
+  // `defer`: whether this attempt's commit is deferred, and the pending one (exec/slot_rules.h). A deferred
+  // attempt never commits: its runner ends it when the tasks are done. Either way an abort of this attempt
+  // also drops the next epoch's slots of the same attempt, which ranks sent that went ahead of a deferred
+  // commit: they give that attempt up with this one.
   Agreement(int rank, int nranks, uint64_t epoch, uint32_t attempt, std::vector<Conn*> edges, size_t narrow,
             bool dropStale, size_t spare = 0, const CommitRecord* last = nullptr,
-            const std::vector<std::vector<uint64_t>>* schedule = nullptr);
+            const std::vector<std::vector<uint64_t>>* schedule = nullptr, const DeferredCommit& defer = {});
 
   Phase phase() const { return phase_; }
-  bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted; }
+  bool ended() const { return phase_ == Phase::Committed || phase_ == Phase::Aborted || phase_ == Phase::PendingAborted; }
   // What this rank would report if it joined an abort now (its failed VTs); kept up to date by the caller.
   // A committing rank that finds a dead path cannot start an abort, but a peer may wait for bytes lost on
   // it: its commits carry the VTs (`dead`, flooded like the set), and a rank still running that sees them
@@ -81,7 +87,16 @@ class Agreement {
   // abort carries it, fixed when this rank joins, so that when every live VT failed the ranks can agree
   // on masked ones to retry on instead (notReadyVts).
   void setNotReady(uint64_t vts) { notReady_ = vts; }
-  void abort();   // this rank gives the attempt up: Running -> Aborting, reporting its suspects
+  // This rank gives the attempt up: Running -> Aborting, reporting its suspects and `also`.
+  void abort(uint64_t also = 0);
+  // A task stopped at a notice at c's head that ends the attempt (Adv::Abort): this attempt's abort (read by
+  // pump()), the next epoch's that a deferred attempt gives way to (its VTs join this rank's report), or
+  // the pending attempt's (pump() ends this one: PendingAborted).
+  void abortAt(Conn* c);
+  // The VTs this rank knows have failed: its suspects, and while aborting the union heard so far, while
+  // committing the dead paths committing ranks found. What it reports when it gives this attempt up for
+  // the pending one's abort.
+  uint64_t failedSeen() const;
   // Sends on every edge from now on (a path of the narrow set died: the flood must go around it).
   void widen();
   // A commit that waits long sends on edges_[0, upTo) too (the dissemination edges both ways), as a flood:
@@ -145,6 +160,7 @@ class Agreement {
   std::vector<uint64_t> ranks_;
   const CommitRecord* last_;
   const std::vector<std::vector<uint64_t>>* schedule_;  // null once the commit floods
+  DeferredCommit defer_;
 };
 
 }  // namespace preccl

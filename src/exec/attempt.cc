@@ -39,7 +39,7 @@ Agreement makeAgreement(const ExecCtx& ctx, const Bound& b) {
   std::vector<Conn*> edges = agreementEdges(ctx, b);
   const size_t spare = size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
   return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notice ? ctx.notice->narrow : 0,
-                   ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? &ctx.notice->schedule : nullptr);
+                   ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? &ctx.notice->schedule : nullptr, ctx.defer);
 }
 
 bool recvBlocked(const Conn& c) {
@@ -90,6 +90,7 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
   r.checkDigest = plan.checkDigest;
   r.agree = ctx.agree;
   r.dropStale = ctx.dropStale;
+  r.defer = ctx.defer;
   r.dtype = plan.dtype;
   r.esz = plan.esz;
   r.op = plan.op;
@@ -110,6 +111,10 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
   // off the edge (Agreement::allSent), and nothing else refreshes it before this attempt's first look.
   for (Conn* e : agree_.edges())
     if (e->pathDown && e->owner && e->state() == Conn::Live) e->owner->checkPath(*e, ctx.detectMs);
+  if (ctx.joinAbort) {
+    agree_.setNotReady(ctx.report ? ctx.report() : 0);
+    agree_.abort(ctx.joinVts);
+  }
 }
 
 precclResult_t Attempt::fail(precclResult_t code, const Conn* c, std::string what) {
@@ -185,7 +190,7 @@ bool Attempt::stepTasks(bool* all, precclResult_t* err) {
         lastBlocked_ = i;
         break;
       case Adv::Abort:
-        agree_.abort();
+        agree_.abortAt(b_.conns[size_t(tasks_[size_t(i)].waitEdge)]);
         *all = false;
         return true;
       case Adv::BadSlot:
@@ -303,7 +308,7 @@ precclResult_t Attempt::look(bool* abortNow) {
       return fail(precclRemoteError, dead,
                   fmt::format("rank {}: the path of VT {} to rank {} ({}) is down: {}", ctx_.rank, dead->vt, dead->peer,
                               dead->path, why));
-    if (agree_.phase() == Agreement::Phase::Running) {
+    if (agree_.phase() == Agreement::Phase::Running && !deferredDone_) {
       PRECCL_WARN("rank {}: VT {} to rank {} ({}) is down in epoch {} attempt {}: {}; aborting the attempt", ctx_.rank,
                   dead->vt, dead->peer, dead->path, ctx_.epoch, ctx_.attempt, why);
       *abortNow = true;
@@ -319,6 +324,14 @@ precclResult_t Attempt::agreedAbort() {
   return fail(precclRemoteError, nullptr,
               fmt::format("rank {}: epoch {} attempt {} aborted by agreement; failed VT mask {:#x}", ctx_.rank, ctx_.epoch,
                           ctx_.attempt, agree_.agreedVts()));
+}
+
+precclResult_t Attempt::pendingAborted() {
+  fault_->pendingAborted = true;
+  fault_->failedVts = agree_.failedSeen() | suspects_;
+  return fail(precclRemoteError, nullptr,
+              fmt::format("rank {}: epoch {} attempt {} given up: the pending epoch {} attempt {} is being aborted",
+                          ctx_.rank, ctx_.epoch, ctx_.attempt, ctx_.defer.pendingEpoch, ctx_.defer.pendingAttempt));
 }
 
 const char* Attempt::phaseName() const {
@@ -366,10 +379,19 @@ precclResult_t Attempt::loop(bool hostTasks) {
         all = allFinished();
       }
     }
-    if (!ctx_.agree) {
-      if (all && flushed(&moved)) return precclSuccess;
+    if (!ctx_.agree || deferredDone_) {
+      if (all && flushed(&moved)) {
+        fault_->deferred = deferredDone_;
+        return precclSuccess;
+      }
     } else {
       if (running && all && agree_.phase() == Agreement::Phase::Running) {
+        if (ctx_.defer.deferred) {
+          // Done here: a peer that still needs this rank's part asks for it by an abort that this rank
+          // meets in its next call (the input is kept). What is left is handing over the last slots.
+          deferredDone_ = true;
+          continue;
+        }
         agree_.finish(ctx_.report ? ctx_.report() : 0);
         committingSinceNs_ = nowNs();
       }
@@ -381,6 +403,7 @@ precclResult_t Attempt::loop(bool hostTasks) {
         return precclSuccess;
       }
       if (agree_.phase() == Agreement::Phase::Aborted) return agreedAbort();
+      if (agree_.phase() == Agreement::Phase::PendingAborted) return pendingAborted();
     }
     if (!moved && !drivers_.empty()) moved = drive();
     if (moved) {

@@ -55,6 +55,7 @@ class Attempt {
   void checkStalled();
   Conn* checkPaths();
   precclResult_t agreedAbort();
+  precclResult_t pendingAborted();
   const char* phaseName() const;
   void driving(bool on);
   bool drive();
@@ -70,6 +71,7 @@ class Attempt {
   std::vector<std::pair<Conn*, uint64_t>> staged_;  // the staged edges, with the head last seen
   uint64_t suspects_ = 0;  // VTs with a dead path among the agreement's edges, at the last look
   uint64_t committingSinceNs_ = 0;
+  bool deferredDone_ = false;  // a deferred attempt's tasks are done: only its last slots are left to hand over
   int lastBlocked_ = -1;   // the task the host runner saw blocked last (for messages)
   std::vector<Transport*> drivers_;  // the edges' transports, while this thread drives them (ExecCtx::drive)
 };

@@ -76,6 +76,12 @@ struct ExecCtx {
   // A small call on the host runner: its thread moves the bytes of the edges it waits on itself
   // (Transport::drive) until it sleeps, where a progress thread's hop would cost more than the bytes.
   bool drive = false;
+  // With `agree`: whether this attempt's commit is deferred, and the pending attempt (exec/slot_rules.h
+  // DeferredCommit). `joinAbort`: no tasks; this rank joins the abort of (epoch, attempt), a pending
+  // attempt of its own, reporting `joinVts`.
+  DeferredCommit defer;
+  bool joinAbort = false;
+  uint64_t joinVts = 0;
 };
 
 // What a run leaves for the telemetry (core/settle.cc), per VT: this CCT's records from the cut on, the
@@ -97,6 +103,11 @@ struct ExecFault {
   uint64_t agreedVts = 0;
   uint64_t notReadyVts = ~0ull;  // aborted: the masked VTs some rank cannot take back yet
   CommitRecord committed;        // committed: its final notice (ExecCtx::lastCommit of the next CCT)
+  // The pending attempt (ExecCtx::defer) is being aborted: this one was given up unended; the rank joins
+  // that abort, reporting `failedVts`, the VTs it knew had failed.
+  bool pendingAborted = false;
+  bool deferred = false;  // succeeded without a commit: the attempt's commit is deferred (ExecCtx::defer)
+  uint64_t failedVts = 0;
 };
 
 precclResult_t runHost(const ExecCtx& ctx, const Plan& plan, const Bound& b, RunOut* out, ExecFault* fault);

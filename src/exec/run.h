@@ -61,6 +61,7 @@ struct Run {
   bool checkDigest = false;
   bool agree = false;      // an abort notice of this attempt ends a task (Adv::Abort)
   bool dropStale = false;  // data of aborted attempts may be queued and is dropped
+  DeferredCommit defer;    // with `agree`: this attempt's deferred commit, or a pending one (exec/slot_rules.h)
   precclDataType_t dtype = precclFloat;
   size_t esz = 4;
   RedOp op;

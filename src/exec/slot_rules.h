@@ -12,9 +12,12 @@ namespace preccl {
 
 constexpr size_t kNoticeHead = 16;
 
-// The (epoch, attempt) order of slots: older ones belong to an attempt that was given up.
+// The order of slots in time. An attempt is the number of aborts the communicator had agreed on when it
+// started (the same on every rank), so it never goes back, while a retry goes back to the epoch it gave up
+// and a deferred commit's abort (DeferredCommit) gives up the epoch after it too: attempt first, then epoch.
+// Older slots belong to an attempt that was given up, or to an earlier call.
 PRECCL_HD inline bool olderSlot(const SlotHdr& h, uint64_t epoch, uint32_t attempt) {
-  return h.epoch < epoch || (h.epoch == epoch && h.attempt < attempt);
+  return h.attempt < attempt || (h.attempt == attempt && h.epoch < epoch);
 }
 
 // What a reader skips at a FIFO's head: the notices of ended attempts (a flood leaves some unread where
@@ -27,6 +30,34 @@ PRECCL_HD inline bool droppableSlot(const SlotHdr& h, uint64_t epoch, uint32_t a
 // An abort notice of this attempt: the ranks are giving it up.
 PRECCL_HD inline bool abortNotice(const SlotHdr& h, uint64_t epoch, uint32_t attempt) {
   return h.kind == kSlotAbort && h.epoch == epoch && h.attempt == attempt;
+}
+
+// A rank's deferred commits (docs/failures.md, "Deferred commits"). An attempt whose commit is deferred
+// ends when this rank's tasks are done, keeping the call's input, and the next collective settles it: every
+// rank must have finished it to take part in that one. Until then it is pending, and two kinds of notice
+// cross the boundary between the two calls:
+//   deferred  this attempt is such a one (epoch e): a rank already in epoch e + 1 that gives its attempt up
+//             (an abort, or a commit naming dead paths) may have found the path that bytes of epoch e were
+//             lost on, so a rank still running epoch e gives e up instead;
+//   pending   this rank finished (pendingEpoch, pendingAttempt) and runs a later call: an abort of it ends
+//             this attempt, since a peer still needs this rank's part of the pending one again.
+constexpr uint64_t kNoPending = ~0ull;
+struct DeferredCommit {
+  bool deferred = false;
+  uint64_t pendingEpoch = kNoPending;
+  uint32_t pendingAttempt = 0;
+};
+
+// A notice of the next epoch's attempt that gives it up, for a deferred attempt still running (the kinds
+// that end a running attempt, exec/agreement.h: an abort, or a commit naming dead paths; `dead` is its
+// second mask).
+PRECCL_HD inline bool nextEpochAlarm(const SlotHdr& h, uint64_t epoch, uint32_t attempt, uint64_t dead) {
+  return h.epoch == epoch + 1 && h.attempt == attempt && (h.kind == kSlotAbort || (h.kind == kSlotCommit && dead != 0));
+}
+
+// An abort notice of the pending attempt.
+PRECCL_HD inline bool pendingAbort(const SlotHdr& h, const DeferredCommit& d) {
+  return h.kind == kSlotAbort && d.pendingEpoch != kNoPending && h.epoch == d.pendingEpoch && h.attempt == d.pendingAttempt;
 }
 
 // The second mask of a notice (a commit's: the dead paths its committing ranks found).

@@ -23,7 +23,7 @@ enum class Adv : int {
   Moved = 0,    // progress, then blocked (or a step's worth done)
   Blocked = 1,  // nothing could move: a FIFO to wait on (TaskRun::waitEdge), or tasks before it
   Done = 2,     // the task finished
-  Abort = 3,    // an abort notice of this attempt at the head of an input (the ranks give the attempt up)
+  Abort = 3,    // an abort notice at the head of an input that ends this attempt (exec/slot_rules.h)
   BadSlot = 4,  // a slot that is not this attempt's data of the expected size and allocation
   Answer = 5,   // a commit notice at an input's head that the host must answer before it goes
 };
@@ -97,6 +97,11 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
           me.waitEdge = s.recv[i];
           return waits();
         }
+        // A pending attempt's abort is older than this one, but not stale: it ends this attempt.
+        if (r.agree && pendingAbort(in.hdr(), r.defer)) {
+          me.waitEdge = s.recv[i];
+          return int(Adv::Abort);
+        }
         if (!droppableSlot(in.hdr(), r.epoch, r.attempt, r.dropStale)) break;
         if (commitNeedsAnswer(in.hdr(), in.slot(), r.last)) {
           me.waitEdge = s.recv[i];
@@ -105,7 +110,8 @@ template <class Lanes> PRECCL_HD int prepare(Lanes& lanes, const Run& r, int ti,
         in.release();
         progressed = true;
       }
-      if (r.agree && abortNotice(in.hdr(), r.epoch, r.attempt)) {
+      if (r.agree && (abortNotice(in.hdr(), r.epoch, r.attempt) ||
+                      (r.defer.deferred && in.hdr().kind == kSlotAbort && nextEpochAlarm(in.hdr(), r.epoch, r.attempt, 0)))) {
         me.waitEdge = s.recv[i];
         return int(Adv::Abort);
       }
