@@ -2,8 +2,10 @@
 # Small-message AllReduce latency (in-place, float sum, microseconds) of PReCCL and its peers, side by side
 # in one run, on this machine: 4, 8 and 16 ranks, 8 B to 64 KiB.
 #   preccl shm          preccl-perf, shared memory (no agreement: one host)
-#   preccl sock         PRECCL_SHM_DISABLE=1: loopback sockets, with the commit (as across hosts)
-#   preccl sock, no commit    the same with PRECCL_RETRY=0
+#   preccl sock         PRECCL_SHM_DISABLE=1: loopback sockets, with the agreement as across hosts (a small
+#                       AllReduce defers its commit to the next call)
+#   preccl sock, commit       the same with PRECCL_DEFER_COMMIT=0: every call commits before it returns
+#   preccl sock, no agreement PRECCL_RETRY=0: no commit, abort or retry
 #   OpenMPI vader, OpenMPI tcp    MPI_Allreduce with the shared-memory BTL and with the TCP BTL on lo
 #   Gloo ring (PyTorch's), Gloo halving_doubling   gloo::allreduce over its TCP transport on lo
 # Every run checks its results; a failed run prints FAILED in its cells. Builds nothing.
@@ -47,7 +49,8 @@ for n in "${RANKS[@]}"; do
   row "PReCCL shm" "$BUILD/perf/preccl-perf" --ranks "$n" -c 1 "${ARGS[@]}"
   row "OpenMPI vader" "${MPIRUN[@]}" --mca btl vader,self "$BUILD/perf/perf-mpi" "${ARGS[@]}"
   row "PReCCL sockets" env PRECCL_SHM_DISABLE=1 "$BUILD/perf/preccl-perf" --ranks "$n" -c 1 "${ARGS[@]}"
-  row "PReCCL sockets, no commit" env PRECCL_SHM_DISABLE=1 PRECCL_RETRY=0 "$BUILD/perf/preccl-perf" --ranks "$n" -c 1 "${ARGS[@]}"
+  row "PReCCL sockets, commit" env PRECCL_SHM_DISABLE=1 PRECCL_DEFER_COMMIT=0 "$BUILD/perf/preccl-perf" --ranks "$n" -c 1 "${ARGS[@]}"
+  row "PReCCL sockets, no agreement" env PRECCL_SHM_DISABLE=1 PRECCL_RETRY=0 "$BUILD/perf/preccl-perf" --ranks "$n" -c 1 "${ARGS[@]}"
   row "OpenMPI tcp" "${MPIRUN[@]}" --mca btl tcp,self --mca btl_tcp_if_include lo "$BUILD/perf/perf-mpi" "${ARGS[@]}"
   row "Gloo ring" "$BUILD/perf/perf-gloo" --ranks "$n" --ifaces lo "${GLOO_ARGS[@]}"
   row "Gloo halving_doubling" "$BUILD/perf/perf-gloo" --ranks "$n" --ifaces lo --algo halving_doubling "${GLOO_ARGS[@]}"

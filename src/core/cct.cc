@@ -118,14 +118,17 @@ precclResult_t recoverPending(precclComm* comm, const Bound& b, const ExecFault&
 // The attempts of c until one ends well. An attempt is numbered by the aborts the communicator agreed on
 // before it (the same on every rank). An agreed abort masks the failed VTs and goes round again; an abort
 // of the pending call first takes that call again.
-precclResult_t runCct(precclComm* comm, const Cct& c, Decision* d, Plan* plan, RunOut* out, ExecFault* fault) {
+precclResult_t runCct(precclComm* comm, const Cct& c, CallState* s, ExecFault* fault) {
+  Decision* d = &s->decision;
+  Plan* plan = &s->plan;
+  Bound& b = s->bound;
+  RunOut* out = &s->out;
   for (uint32_t tries = 1;; tries++) {
-    *d = decideCct(comm, c.a);
+    decideCct(comm, c.a, d);
     if (collRow(c.a.coll).collective && !d->al.coversExactly(c.a.count))
       return PRECCL_ERR(comm, precclInternalError, "{}: the allocation does not cover {} elements", collName(c.a.coll), c.a.count);
-    *plan = Plan{};
+    plan->clear();
     planAttempt(comm, c.a, *d, plan);
-    Bound b;
     PRECCL_CHECK(bindAttempt(comm, c.a, *plan, &b));
     *fault = ExecFault{};
     const uint32_t attempt = static_cast<uint32_t>(comm->aborts);
@@ -170,11 +173,9 @@ precclResult_t recoverPending(precclComm* comm, const Bound& b, const ExecFault&
   const uint64_t epoch = comm->epoch;
   comm->epoch = p.epoch;
   comm->pending.active = false;  // the pending call itself has none before it
-  Decision d;
-  Plan plan;
-  RunOut out;
+  CallState again;  // the call this rank gave up still uses the communicator's
   ExecFault fault;
-  const precclResult_t r = runCct(comm, pc, &d, &plan, &out, &fault);
+  const precclResult_t r = runCct(comm, pc, &again, &fault);
   comm->epoch = epoch;
   comm->pending.args.recvbuff = p.args.recvbuff;
   return r;
@@ -188,12 +189,10 @@ precclResult_t launchCct(precclComm* comm, const CctArgs& args) {
     return setError(comm, static_cast<precclResult_t>(e), fmt::format("communicator has failed earlier: {}", comm->errorText()));
   Cct c;
   PRECCL_CHECK(prepareCct(comm, args, &c));
-  Decision d;
-  Plan plan;
-  RunOut out;
+  CallState& s = comm->call;
   ExecFault fault;
-  PRECCL_CHECK(runCct(comm, c, &d, &plan, &out, &fault));
-  settleCct(comm, c.a, d, plan, out, fault, c.agree && !fault.deferred);
+  PRECCL_CHECK(runCct(comm, c, &s, &fault));
+  settleCct(comm, c.a, s.decision, s.plan, s.out, fault, c.agree && !fault.deferred);
   return precclSuccess;
 }
 

@@ -13,6 +13,7 @@
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/deferred.h"
+#include "core/run_attempt.h"
 #include "topo/topology.h"
 #include "exec/executor.h"
 #include "reduce/reduce.h"
@@ -85,6 +86,7 @@ struct precclComm {
   preccl::PendingCct pending;       // the call whose commit is deferred (core/deferred.h)
   preccl::KeptBuffer kept[2];       // its kept input, and the next deferred call's
   preccl::KeptBuffer keptOut;       // where it writes when it runs again after it returned
+  preccl::CallState call;           // the current call's decision, plan, binding and run (core/cct.cc)
   preccl::NoticeEdges notice;       // the agreement's edges for noticeMask (core/run_attempt.cc)
   uint64_t noticeMask = 0;
   bool noticeBuilt = false;

@@ -55,11 +55,14 @@ AllocKey allocKey(const precclComm* comm, const CctArgs& a, bool tree) {
   return k;
 }
 
-Decision decideCct(precclComm* comm, const CctArgs& a) {
-  Decision d;
+void decideCct(precclComm* comm, const CctArgs& a, Decision* out) {
+  Decision& d = *out;
+  d.ops.clear();
   const CollRow& row = collRow(a.coll);
   const size_t esz = dtypeSize(a.dtype);
   if (!row.collective) {
+    d.algo = PlanAlgo::Ring;
+    d.al.vt.clear();
     for (const P2POp& op : a.p2p) {
       if (op.peer == comm->rank) {  // a copy: no VT
         d.ops.emplace_back();
@@ -71,7 +74,7 @@ Decision decideCct(precclComm* comm, const CctArgs& a) {
       req.nVTs = comm->nVTs;
       d.ops.push_back(sendAllocation(comm, req, op.isSend ? comm->rank : op.peer, !comm->topo.sameHost(comm->rank, op.peer)));
     }
-    return d;
+    return;
   }
   d.algo = chooseAlgo(comm, a);
   const bool timed = comm->traceFd >= 0;  // the clock reads are for the trace: none on the common path
@@ -80,13 +83,12 @@ Decision decideCct(precclComm* comm, const CctArgs& a) {
   req.count = a.count;
   req.elemBytes = esz;
   req.nVTs = comm->nVTs;
-  if (d.algo == PlanAlgo::Doubling) d.al = equalAllocation(req, comm->liveMask & -comm->liveMask);  // the lowest live VT
+  if (d.algo == PlanAlgo::Doubling) oneVtAllocation(req, __builtin_ctzll(comm->liveMask), &d.al);  // the lowest live VT
   else if (!row.shifts || comm->cfg.policy == PolicyKind::Static) d.al = equalAllocation(req, comm->liveMask);
   else
     d.al = decide(comm->cfg.policy, comm->policy, req, allocKey(comm, a, d.algo == PlanAlgo::Tree), comm->haveTele ? &comm->tele : nullptr,
                   comm->liveMask);
   if (timed) comm->lastDecideNs = nowNs() - t0;
-  return d;
 }
 
 PlanView planView(const precclComm* comm) {

@@ -16,7 +16,7 @@ PlanAlgo chooseAlgo(const precclComm* comm, const CctArgs& a);
 // What this call's policy keys are: its collective, algorithm and bytes on the wire per element.
 AllocKey allocKey(const precclComm* comm, const CctArgs& a, bool tree);
 // The decision for one attempt under the current mask.
-Decision decideCct(precclComm* comm, const CctArgs& a);
+void decideCct(precclComm* comm, const CctArgs& a, Decision* d);
 // What the planners see of this rank and the communicator now.
 PlanView planView(const precclComm* comm);
 // The models' estimate of a's time on this rank, from the shares its class holds now (nothing changes);

@@ -65,7 +65,7 @@ ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ctx.epoch = comm->epoch;
   if (collRow(c.a.coll).collective && comm->pendingEpoch != kNoTeleEpoch && !c.rerun) {
     ctx.teleEpoch = comm->pendingEpoch;
-    ctx.cargo = comm->pendingRec;
+    ctx.cargo = &comm->pendingRec;
   }
   ctx.agree = c.agree;
   ctx.attempt = attempt;

@@ -25,6 +25,14 @@ struct Cct {
   bool rerun = false;
 };
 
+// What a call's attempts are made of, kept by the communicator from call to call (their memory with them).
+struct CallState {
+  Decision decision;
+  Plan plan;
+  Bound bound;
+  RunOut out;
+};
+
 // Runs attempt `attempt` of c on the executor it goes to: the device executor for device buffers, the lanes
 // (PRECCL_EXECUTOR=lanes) or the host runner.
 precclResult_t runAttempt(precclComm* comm, const Cct& c, const Plan& plan, const Bound& b, uint32_t attempt, RunOut* out,

@@ -36,7 +36,7 @@ std::vector<Conn*> agreementEdges(const ExecCtx& ctx, const Bound& b) {
 }
 
 Agreement makeAgreement(const ExecCtx& ctx, const Bound& b) {
-  std::vector<Conn*> edges = agreementEdges(ctx, b);
+  std::vector<Conn*> edges = ctx.agree ? agreementEdges(ctx, b) : std::vector<Conn*>{};
   const size_t spare = size_t(std::count_if(edges.begin(), edges.end(), [&](const Conn* c) { return !isLive(ctx.liveMask, c->vt); }));
   return Agreement(ctx.rank, ctx.nranks, ctx.epoch, ctx.attempt, std::move(edges), ctx.notice ? ctx.notice->narrow : 0,
                    ctx.dropStale, spare, ctx.lastCommit, ctx.notice ? &ctx.notice->schedule : nullptr, ctx.defer);
@@ -72,7 +72,7 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
       agree_(makeAgreement(ctx, b)) {
   for (size_t v = 0; v < vts_.size(); v++) {
     VtRun& r = vts_[v];
-    if (ctx.teleEpoch != kNoTeleEpoch && v < ctx.cargo.size()) r.cargo = ctx.cargo[v];
+    if (ctx.teleEpoch != kNoTeleEpoch && ctx.cargo && v < ctx.cargo->size()) r.cargo = (*ctx.cargo)[v];
     if (v < plan.sharedCuts.size()) r.sharedCutsLeft = plan.sharedCuts[v];
     if (v < plan.sharedCutSnapshot.size()) r.sharedSnapshot = plan.sharedCutSnapshot[v];
   }
@@ -109,7 +109,7 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
     for (Transport* t : owners) t->driving(false);  // an earlier small call left the sockets with this thread
   // A path found silent in an earlier attempt is looked at again now: the flag keeps the agreement's notices
   // off the edge (Agreement::allSent), and nothing else refreshes it before this attempt's first look.
-  for (Conn* e : agree_.edges())
+  for (Conn* e : lookEdges())
     if (e->pathDown && e->owner && e->state() == Conn::Live) e->owner->checkPath(*e, ctx.detectMs);
   if (ctx.joinAbort) {
     agree_.setNotReady(ctx.report ? ctx.report() : 0);
@@ -282,7 +282,7 @@ Conn* Attempt::checkPaths() {
       if (!dead) dead = e;
     }
   };
-  for (Conn* e : agree_.edges()) look(e);
+  for (Conn* e : lookEdges()) look(e);
   // Every VT whose edge to that peer leaves by the same NIC shares the path (VT v and v + K of K NICs): it
   // is as dead, even if it had nothing in flight to show it yet.
   if (dead && ctx_.edges)

@@ -57,6 +57,9 @@ class Attempt {
   precclResult_t agreedAbort();
   precclResult_t pendingAborted();
   const char* phaseName() const;
+  // The edges whose paths the attempt looks at: the agreement's (the plan's and the notices'), or without
+  // it the plan's.
+  const std::vector<Conn*>& lookEdges() const { return ctx_.agree ? agree_.edges() : b_.conns; }
   void driving(bool on);
   bool drive();
 

@@ -55,7 +55,7 @@ struct ExecCtx {
   // In-band telemetry of an earlier epoch riding on this CCT's slots (none when teleEpoch is kNoTeleEpoch):
   // per VT, the running maximum of every record heard so far; starts as this rank's own record.
   uint64_t teleEpoch = kNoTeleEpoch;
-  std::vector<VtRecord> cargo;
+  const std::vector<VtRecord>* cargo = nullptr;
   // Partial failures (docs/failures.md). `agree`: the CCT ends with a commit or an abort agreed by every
   // rank (exec/agreement.h); without it a dead path fails the CCT. `attempt`: this run of the epoch.
   // `dropStale`: slots of older attempts may be queued and are dropped. `liveMask`: the VTs not masked.

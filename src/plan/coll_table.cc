@@ -109,11 +109,11 @@ void settleCuts(const PlanView& v, Plan* plan) {
   if (plan->cutsRule >= 0) {
     plan->cuts = v.nranks > 1 && plan->cutsRule == 1;
   } else {
-    std::vector<char> cut(size_t(v.nVTs), 0);
-    for (int vt = 0; vt < v.nVTs; vt++) cut[vt] = !isLive(v.liveMask, vt);  // a masked VT carries no records
+    const uint64_t all = v.nVTs >= 64 ? ~0ull : (1ull << v.nVTs) - 1;
+    uint64_t cut = ~v.liveMask & all;  // a masked VT carries no records
     for (const Task& t : plan->tasks)
-      if (t.cutStep != Task::kNoCut && t.vt >= 0 && t.vt < v.nVTs) cut[t.vt] = 1;
-    plan->cuts = v.nranks > 1 && std::all_of(cut.begin(), cut.end(), [](char c) { return c != 0; });
+      if (t.cutStep != Task::kNoCut && t.vt >= 0 && t.vt < v.nVTs && t.vt < 64) cut |= 1ull << t.vt;
+    plan->cuts = v.nranks > 1 && cut == all;
   }
   if (!plan->cuts)
     for (Task& t : plan->tasks) t.cutStep = Task::kNoCut;

@@ -40,11 +40,43 @@ Prim primOf(const Step& s) {
   return out ? (dst ? Prim::RecvCopySend : Prim::RecvSend) : Prim::Recv;
 }
 
+void Plan::clear() {
+  coll = Coll::AllReduce;
+  algo = PlanAlgo::Ring;
+  dtype = precclFloat;
+  esz = 4;
+  op = RedOp{};
+  digest = 0;
+  checkDigest = false;
+  edges.clear();
+  steps.clear();
+  tasks.clear();
+  cuts = false;
+  sharedCuts.clear();
+  sharedCutSnapshot.clear();
+  senders.clear();
+  cutsRule = -1;
+  edgeIndex_.clear();
+}
+
+namespace {
+// Peers and relay far ends are ranks (< 2^24), VTs < 2^16: one key each.
+uint64_t edgeKey(const EdgeName& e) {
+  return uint64_t(uint32_t(e.peer) & 0xffffffu) << 40 | uint64_t(uint32_t(e.far + 1) & 0xffffffu) << 16 |
+         uint64_t(uint32_t(e.vt) & 0xffffu);
+}
+}  // namespace
+
 int32_t Plan::edge(const EdgeName& e) {
-  // Peers and relay far ends are ranks (< 2^24), VTs < 2^16: one key each.
-  const uint64_t key = uint64_t(uint32_t(e.peer) & 0xffffffu) << 40 | uint64_t(uint32_t(e.far + 1) & 0xffffffu) << 16 |
-                       uint64_t(uint32_t(e.vt) & 0xffffu);
-  auto [it, added] = edgeIndex_.try_emplace(key, int32_t(edges.size()));
+  if (edges.size() < kScanEdges) {
+    for (size_t i = 0; i < edges.size(); i++)
+      if (edges[i] == e) return int32_t(i);
+    edges.push_back(e);
+    if (edges.size() == kScanEdges)
+      for (size_t i = 0; i < edges.size(); i++) edgeIndex_.emplace(edgeKey(edges[i]), int32_t(i));
+    return int32_t(edges.size() - 1);
+  }
+  auto [it, added] = edgeIndex_.try_emplace(edgeKey(e), int32_t(edges.size()));
   if (added) edges.push_back(e);
   return it->second;
 }

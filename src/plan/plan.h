@@ -122,6 +122,8 @@ struct Plan {
   // where ranks' tasks differ in size (rail affinity) and one rank may have a cut where another has none.
   int cutsRule = -1;
 
+  // Empty again, keeping the memory: a communicator plans every call into the same Plan.
+  void clear();
   // Building: begin() starts a task, add() appends a step to the task begun last.
   int32_t edge(const EdgeName& e);
   Task& begin(int vt, size_t piece);
@@ -130,6 +132,8 @@ struct Plan {
   const Step& step(const Task& t, uint32_t k) const { return steps[t.firstStep + k]; }
 
  private:
+  // The edges by name, once there are more than a few (a scan finds fewer faster).
+  static constexpr size_t kScanEdges = 16;
   std::unordered_map<uint64_t, int32_t> edgeIndex_;
 };
 

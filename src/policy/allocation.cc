@@ -55,6 +55,12 @@ Allocation staticAllocation(const AllocRequest& req) {
   return a;
 }
 
+void oneVtAllocation(const AllocRequest& req, int vt, Allocation* out) {
+  out->vt.assign(size_t(std::max(1, req.nVTs)), VtRange{});
+  for (size_t v = 0; v < out->vt.size(); v++) out->vt[v].offset = int(v) > vt ? req.count : 0;
+  if (vt >= 0 && size_t(vt) < out->vt.size()) out->vt[size_t(vt)].count = req.count;
+}
+
 bool policyFromName(const std::string& name, PolicyKind* out) {
   if (name.empty() || name == "static") {
     *out = PolicyKind::Static;

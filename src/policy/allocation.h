@@ -36,6 +36,8 @@ struct AllocRequest {
 
 // NCCL's equal split: the same number of grains to every used VT.
 Allocation staticAllocation(const AllocRequest& req);
+// Everything on VT `vt` (in the allocation's memory: a call of every size pays no allocation for it).
+void oneVtAllocation(const AllocRequest& req, int vt, Allocation* out);
 
 // static: NCCL's equal split; aimd: per-VT AIMD (baseline); preccl: coordinated (src/policy/policy.h).
 enum class PolicyKind { Static, Aimd, Preccl };
