@@ -54,6 +54,7 @@ bool smallCall(const precclComm* comm, const CctArgs& a) {
 // What the executor gets of the communicator for one attempt.
 ExecCtx execCtx(precclComm* comm, const Cct& c, uint32_t attempt) {
   ExecCtx ctx;
+  ctx.memory = &comm->call.memory;
   ctx.rank = comm->rank;
   ctx.nranks = comm->nranks;
   ctx.slotBytes = comm->slotBytes;

@@ -31,6 +31,7 @@ struct CallState {
   Plan plan;
   Bound bound;
   RunOut out;
+  AttemptMemory memory;
 };
 
 // Runs attempt `attempt` of c on the executor it goes to: the device executor for device buffers, the lanes

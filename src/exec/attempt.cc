@@ -67,9 +67,11 @@ Attempt::Attempt(const ExecCtx& ctx, const Plan& plan, const Bound& b, ExecFault
       plan_(plan),
       b_(b),
       fault_(fault),
-      tasks_(plan.tasks.size()),
-      vts_(ctx.vtStats->size()),
+      tasks_(ctx.memory ? ctx.memory->tasks : own_.tasks),
+      vts_(ctx.memory ? ctx.memory->vts : own_.vts),
       agree_(makeAgreement(ctx, b)) {
+  tasks_.assign(plan.tasks.size(), TaskRun{});
+  vts_.assign(ctx.vtStats->size(), VtRun{});
   for (size_t v = 0; v < vts_.size(); v++) {
     VtRun& r = vts_[v];
     if (ctx.teleEpoch != kNoTeleEpoch && ctx.cargo && v < ctx.cargo->size()) r.cargo = (*ctx.cargo)[v];

@@ -67,8 +67,9 @@ class Attempt {
   const Plan& plan_;
   const Bound& b_;
   ExecFault* fault_;
-  std::vector<TaskRun> tasks_;
-  std::vector<VtRun> vts_;
+  AttemptMemory own_;
+  std::vector<TaskRun>& tasks_;  // in ExecCtx::memory, or own_
+  std::vector<VtRun>& vts_;
   Run run_;
   Agreement agree_;
   std::vector<std::pair<Conn*, uint64_t>> staged_;  // the staged edges, with the head last seen

@@ -14,6 +14,7 @@
 
 #include "exec/agreement.h"
 #include "exec/bind.h"
+#include "exec/run.h"
 #include "plan/plan.h"
 #include "preccl/preccl.h"
 #include "transport/doorbell.h"
@@ -80,6 +81,7 @@ struct ExecCtx {
   // DeferredCommit). `joinAbort`: no tasks; this rank joins the abort of (epoch, attempt), a pending
   // attempt of its own, reporting `joinVts`.
   DeferredCommit defer;
+  AttemptMemory* memory = nullptr;  // null: the attempt's own
   bool joinAbort = false;
   uint64_t joinVts = 0;
 };

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "exec/slot_rules.h"
 #include "plan/plan.h"
@@ -44,6 +45,13 @@ struct VtRun {
   uint32_t sharedCutsLeft = 0;  // tasks with a shared cut not there yet (Plan::sharedCuts)
   int32_t sharedSnapshot = 0;   // Plan::sharedCutSnapshot
   int32_t sharedCutOpen = 0;    // raised once the last shared cut was reached (and its snapshot taken)
+};
+
+// Where an attempt's per-task and per-VT state lives on the host: kept by the caller from attempt to attempt,
+// so that a small call allocates none of it.
+struct AttemptMemory {
+  std::vector<TaskRun> tasks;
+  std::vector<VtRun> vts;
 };
 
 struct Run {
