@@ -29,7 +29,7 @@ LOG=$(mktemp -d /tmp/small_messages.XXXXXX)
 row() {
   local name=$1
   shift
-  local out="$LOG/$(echo "$name" | tr -c 'a-zA-Z0-9' _).log" rc=0
+  local out="$LOG/${n}_$(echo "$name" | tr -c 'a-zA-Z0-9' _).log" rc=0
   timeout "$RUN_TIMEOUT" "$@" >"$out" 2>&1 || rc=$?
   local ok=1
   if [ "$rc" -ne 0 ] || ! grep -q '^# Out of bounds values : 0 OK' "$out"; then ok=0; fi

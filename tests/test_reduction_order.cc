@@ -32,7 +32,7 @@ void orderBody(Rank& r) {
     if (!r.ok(precclCommSplit(r.comm, 0, r.rank, &c, &cfg), "CommSplit with " + std::to_string(var.nvts) + " VTs")) return;
     comms.push_back(c);
   }
-  const Shape shapes[] = {{Coll::AllReduce, 1031, 0}, {Coll::AllReduce, 300001, 0}, {Coll::ReduceScatter, 77777, 0},
+  const Shape shapes[] = {{Coll::AllReduce, 1031, 0}, {Coll::AllReduce, 9001, 0}, {Coll::AllReduce, 300001, 0}, {Coll::ReduceScatter, 77777, 0},
                           {Coll::Reduce, 300001, 0}, {Coll::Reduce, 4099, 2 % r.nranks}};
   for (const Shape& s : shapes)
     for (precclDataType_t t : {precclFloat, precclDouble, precclHalf, precclBfloat16})
@@ -86,4 +86,24 @@ TEST_CASE("float reductions do not depend on the allocation: doubling", "[order]
 TEST_CASE("float reductions do not depend on the allocation: tree", "[order]") {
   orderGroup(4, Transport::Shm, "tree");
   orderGroup(3, Transport::Socket, "tree");
+}
+
+// Recursive doubling's exchanges halve and double from 32 KiB on, with the same pairs in the same order:
+// an element's expression is the same either way, so the first elements of a call above the threshold
+// have the bits of a call below it (float sum and product, whose inputs round; 1031 and 9001 floats).
+TEST_CASE("halving and doubling reduce every element as whole exchanges do", "[order]") {
+  for (int n : {4, 5, 8}) {
+    GroupOptions opt;
+    opt.env = localEnv(Transport::Shm, 2, "doubling");
+    reportToCatch("halving against whole exchanges, " + std::to_string(n) + " ranks", runGroup(n, opt, [](Rank& r) {
+      for (int op : {int(kSum), int(kProd)}) {
+        std::vector<uint8_t> small, large;
+        if (!runRounding(r, r.comm, Shape{Coll::AllReduce, 1031, 0}, precclFloat, op, false, &small) ||
+            !runRounding(r, r.comm, Shape{Coll::AllReduce, 9001, 0}, precclFloat, op, true, &large))
+          return;
+        r.check(large.size() >= small.size() && std::memcmp(small.data(), large.data(), small.size()) == 0,
+                std::string("op ") + opName(op) + ": the halved exchanges' bits differ from the whole exchanges'");
+      }
+    }));
+  }
 }
